@@ -174,9 +174,9 @@ type extractor struct {
 	path Path
 }
 
-func (x *extractor) push(e any)  { x.path = append(x.path, e) }
-func (x *extractor) pop()        { x.path = x.path[:len(x.path)-1] }
-func (x *extractor) cur() Path   { return append(Path(nil), x.path...) }
+func (x *extractor) push(e any) { x.path = append(x.path, e) }
+func (x *extractor) pop()       { x.path = x.path[:len(x.path)-1] }
+func (x *extractor) cur() Path  { return append(Path(nil), x.path...) }
 func (x *extractor) add(role, field, s string, isJSON bool) {
 	x.segs = append(x.segs, Segment{Path: x.cur(), Role: role, Field: field, Text: s, JSON: isJSON})
 }
@@ -236,4 +236,3 @@ func sortedKeys(m map[string]any) []string {
 	}
 	return keys
 }
-
