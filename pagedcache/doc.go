@@ -1,0 +1,47 @@
+// Package pagedcache is a local, OpenAI-compatible inference server whose
+// answers really come out of a paged KV cache, built to reproduce the 2026
+// incident in which a shared inference service decoded over-long requests
+// over stale memory pages and returned other customers' data with HTTP 200.
+//
+// # Memory model
+//
+// The cache holds CapacityTokens token slots split into pages of PageSize
+// slots, numbered 1..N (page 0 is reserved, as in SGLang's allocator). Each
+// slot holds a token ID of the cl100k_base BPE vocabulary and remembers which
+// request (and tenant) wrote it last; each page remembers its owner and a
+// write generation. Pages are never scrubbed when freed. Free pages are reused
+// LIFO by default (the most recently freed page first, like the engine of the
+// incident) or least recently freed first ([ReuseLRU], like vLLM's free block
+// queue). Full prompt pages are registered in a prefix cache under a chained
+// hash salted with the tenant (like vLLM's cache_salt), so only requests of the
+// same tenant share them; unreferenced cached pages are evicted in LRU order
+// when the free list runs dry. Each running request holds a page table and
+// one of MaxRunning slots; requests that do not fit wait in a bounded queue,
+// and a full queue answers 503.
+//
+// # The model
+//
+// The "model" is deterministic: it writes the prompt into the pages of its
+// page table, then produces its answer by quoting spans of its context, read
+// back token by token from those pages, at positions chosen by a PRNG seeded
+// with Options.Seed and the prompt. Whatever the pages hold is what the answer
+// says, and every read is recorded: [Server.Request] (or GET
+// /debug/requests/{id}) returns, for a response ID, every page the answer read
+// with the tenant and request that wrote it.
+//
+// # Correct behaviour and faults
+//
+// By default the server behaves: a prompt at or over the context length is
+// refused by the front end, and a prompt over the scheduler's limit
+// min(ContextLen-1, CapacityTokens-1) is refused too, both with HTTP 400 and
+// OpenAI's context_length_exceeded error. Faults are opt-in, for the whole
+// server (Options.Faults) or per request (the X-PagedCache-Fault header):
+// [FaultOversizeStalePages] (the incident), [FaultAbortReuseRace],
+// [FaultSharedPrefixCache] and [FaultAutoTruncate].
+//
+// # Concurrency
+//
+// A [Server] is safe for concurrent use by multiple goroutines; one mutex
+// guards the memory, held for short critical sections (tokenization, JSON and
+// hashing run outside it).
+package pagedcache
