@@ -1,0 +1,135 @@
+package classifiers
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+const sensitivityLabelID = "marker.sensitivity_label"
+
+// classificationBanners are the banners marker.classification looks for,
+// lower case, in English, French, German, Spanish and Italian.
+var classificationBanners = []string{
+	// English
+	"confidential", "strictly confidential", "highly confidential", "company confidential", "internal use only",
+	"for internal use only", "internal only", "restricted", "highly restricted", "top secret", "secret//", "secret //",
+	"for official use only", "official-sensitive", "official sensitive",
+	// French
+	"confidentiel", "strictement confidentiel", "diffusion restreinte", "diffusion limitée", "usage interne",
+	"usage interne uniquement", "confidentiel défense", "secret défense", "très secret",
+	// German
+	"vertraulich", "streng vertraulich", "nur für den internen gebrauch", "nur für den dienstgebrauch", "verschlusssache",
+	// Spanish
+	"confidencial", "estrictamente confidencial", "uso interno", "difusión limitada", "reservado",
+	// Italian
+	"riservato", "strettamente riservato", "riservatissimo", "confidenziale", "uso interno riservato",
+}
+
+// classificationLabels introduce a banner on the same line.
+var classificationLabels = []string{"classification", "classified", "sensitivity", "marking", "label", "niveau",
+	"confidentialité", "mention", "klassifizierung", "einstufung", "clasificación", "clasificacion", "classificazione", "status"}
+
+func markerDetectors() []*detector {
+	tlp := regexp.MustCompile(`(?i)TLP ?: ?(AMBER\+STRICT|RED|AMBER|GREEN|CLEAR|WHITE)`)
+	return []*detector{
+		{id: "marker.classification", cat: CategoryMarker,
+			desc:     "Confidentiality banner (CONFIDENTIAL, INTERNAL USE ONLY, SECRET//NOFORN, Confidentiel, Diffusion restreinte, Vertraulich, Confidencial, Riservato…) in capitals, after a label, or alone on its line",
+			keywords: classificationBanners, hit: bannerHit},
+		{id: "marker.tlp", cat: CategoryMarker, desc: "Traffic Light Protocol 2.0 label (TLP:RED, TLP:AMBER+STRICT, TLP:AMBER, TLP:GREEN, TLP:CLEAR; TLP 1.0 WHITE too)",
+			keywords: []string{"tlp"}, after: 20,
+			window: regexWindow(tlp, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, m []int) {
+				color := strings.ToUpper(string(st.text[m[2]:m[3]]))
+				conf := 0.95
+				if color == "WHITE" {
+					conf = 0.8
+				}
+				st.emit(d.id, d.cat, lo, hi, conf, "TLP:"+color, maskLabel)
+			})},
+	}
+}
+
+// bannerHit decides whether a banner keyword is a marking: written in
+// capitals, introduced by a label on its line, or alone on its line.
+// "confidential" in running prose is not a finding.
+func bannerHit(st *scanState, d *detector, start, end int) {
+	text := st.text
+	if (start > 0 && isWordByte(text[start-1])) || (end < len(text) && isWordByte(text[end])) {
+		return
+	}
+	if end < len(text) && text[end] >= 0x80 {
+		if r, _ := utf8.DecodeRune(text[end:]); unicode.IsLetter(r) {
+			return
+		}
+	}
+	word := text[start:end]
+	hi := end
+	if bytes.HasSuffix(word, []byte("/")) { // SECRET//NOFORN: take the caveats
+		for hi < len(text) && hi-end < 60 && (isUpper(text[hi]) || text[hi] == '/' || text[hi] == ' ' || text[hi] == '-') {
+			hi++
+		}
+		for hi > end && text[hi-1] == ' ' {
+			hi--
+		}
+		if hi == end {
+			return
+		}
+	}
+	ls := bytes.LastIndexByte(text[:start], '\n') + 1
+	le := bytes.IndexByte(text[end:], '\n')
+	if le < 0 {
+		le = len(text)
+	} else {
+		le += end
+	}
+	caps := isAllCaps(word)
+	before := bytes.ToLower(text[max(ls, start-60):start])
+	labelled := false
+	for _, l := range classificationLabels {
+		if i := bytes.LastIndex(before, []byte(l)); i >= 0 && bytes.ContainsAny(before[i:], ":=") {
+			labelled = true
+			break
+		}
+	}
+	trim := func(b []byte) []byte { return bytes.Trim(b, " \t\r*#=-_[]|<>/!.\"'") }
+	alone := len(trim(text[ls:start])) == 0 && len(trim(text[hi:le])) == 0
+	var conf float64
+	switch {
+	case labelled:
+		conf = 0.95
+	case caps && len(word) >= 6:
+		conf = 0.9
+	case alone:
+		conf = 0.85
+	default:
+		return
+	}
+	v := string(text[start:hi])
+	st.emit(d.id, d.cat, start, hi, conf, strings.ToUpper(v), maskLabel)
+}
+
+func isAllCaps(b []byte) bool {
+	letters := 0
+	for _, r := range string(b) {
+		if unicode.IsLetter(r) {
+			if !unicode.IsUpper(r) {
+				return false
+			}
+			letters++
+		}
+	}
+	return letters > 0
+}
+
+// builtinDetectors returns fresh instances of every built-in detector in a
+// stable order. It is a function, not a package variable, so no state is
+// shared between Scanners.
+func builtinDetectors() []*detector {
+	var out []*detector
+	out = append(out, piiDetectors()...)
+	out = append(out, secretDetectors()...)
+	out = append(out, markerDetectors()...)
+	return out
+}

@@ -1,0 +1,734 @@
+package classifiers
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// Context words (English and French first, then DE/ES/IT/NL where they
+// help) that raise a PII finding's confidence or, for numbers that are
+// otherwise too ambiguous, are required.
+var (
+	ctxPhone = []string{"phone", "tel", "tél", "telephone", "téléphone", "mobile", "portable", "cell", "fax",
+		"call", "appeler", "appelez", "joindre", "contact", "whatsapp", "telefon", "teléfono", "telefono", "numéro", "number"}
+	ctxCard = []string{"card", "carte", "credit", "crédit", "visa", "mastercard", "amex", "cb ", "payment",
+		"paiement", "pan", "karte", "tarjeta", "carta"}
+	ctxIBAN  = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
+	ctxSSN   = []string{"ssn", "social security", "social sec", "taxpayer"}
+	ctxNIR   = []string{"nir", "sécurité sociale", "securite sociale", "sécu", "secu", "insee", "social security", "numéro de sécurité"}
+	ctxSIREN = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
+	ctxSIRET = []string{"siret", "établissement", "etablissement"}
+	ctxNINO  = []string{"national insurance", "nino", "ni number", "ni no"}
+	ctxNHS   = []string{"nhs"}
+	ctxDNI   = []string{"dni", "nie", "documento", "identidad", "nif"}
+	ctxCF    = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
+	ctxBSN   = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
+	ctxIP    = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
+	ctxEmail = []string{"email", "e-mail", "mail", "courriel", "contact", "adresse", "address", "to:", "from:", "cc:"}
+	ctxWal   = []string{"wallet", "portefeuille", "bitcoin", "btc", "ethereum", "eth", "address", "adresse", "send", "envoyer"}
+)
+
+func piiDetectors() []*detector {
+	return []*detector{
+		{id: "pii.email", cat: CategoryPII, desc: "E-mail address (RFC 5321 shape; RFC 2606 domains are reserved)", context: ctxEmail, mask: maskEmail},
+		{id: "pii.phone", cat: CategoryPII, desc: "Phone number, international or national format for FR, US, GB, DE, ES, IT, BE, CH, CA (validated with libphonenumber metadata)", numeric: phoneNumeric, context: ctxPhone},
+		{id: "pii.credit_card", cat: CategoryPII, desc: "Payment card number (Luhn + issuer ranges; documented test numbers are reserved)", numeric: cardNumeric, context: ctxCard},
+		{id: "pii.iban", cat: CategoryPII, desc: "IBAN (ISO 13616: per-country length, ISO 7064 mod 97 check digits)", numeric: ibanNumeric, context: ctxIBAN},
+		{id: "pii.us_ssn", cat: CategoryPII, desc: "US Social Security number (SSA area/group/serial rules; 9 bare digits need context)", numeric: ssnNumeric, context: ctxSSN},
+		{id: "pii.fr_nir", cat: CategoryPII, desc: "French NIR / social security number (sex, month, 97-complement key, Corsica 2A/2B)", numeric: nirNumeric, context: ctxNIR},
+		{id: "pii.fr_siren", cat: CategoryPII, desc: "French SIREN company number (Luhn; needs a context word such as SIREN or RCS)", numeric: sirenNumeric, context: ctxSIREN},
+		{id: "pii.fr_siret", cat: CategoryPII, desc: "French SIRET establishment number (Luhn, La Poste rule; needs a context word)", numeric: siretNumeric, context: append(append([]string{}, ctxSIRET...), "siren")},
+		{id: "pii.uk_nino", cat: CategoryPII, desc: "UK National Insurance number (HMRC prefix and suffix rules)", numeric: ninoNumeric, context: ctxNINO},
+		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; needs the word NHS nearby)", numeric: nhsNumeric, context: ctxNHS},
+		{id: "pii.es_dni", cat: CategoryPII, desc: "Spanish DNI or NIE (check letter mod 23)", numeric: dniNumeric, context: ctxDNI},
+		{id: "pii.it_fiscal_code", cat: CategoryPII, desc: "Italian codice fiscale (shape and check character)", numeric: cfNumeric, context: ctxCF},
+		{id: "pii.nl_bsn", cat: CategoryPII, desc: "Dutch BSN (11-proof; needs a context word such as BSN)", numeric: bsnNumeric, context: ctxBSN},
+		{id: "pii.ip_address", cat: CategoryPII, desc: "Public IPv4/IPv6 address (net/netip; private, loopback, link-local, multicast and documentation ranges excluded)", numeric: ipv4Numeric, context: ctxIP},
+		{id: "pii.crypto_wallet", cat: CategoryPII, desc: "Bitcoin address (base58check, bech32/bech32m) or Ethereum address (EIP-55 checksum when mixed case)", numeric: walletNumeric,
+			keywords: []string{"bc1", "tb1"}, after: 90, window: bech32Window, context: ctxWal},
+	}
+}
+
+// conf combines a base confidence with a context bonus.
+func (st *scanState) conf(d *detector, base float64, lo, hi int) float64 {
+	if st.hasContext(d, lo, hi, 64) {
+		return min(1, base+0.15)
+	}
+	return base
+}
+
+// ---- e-mail ----
+
+func isLocalByte(b byte) bool {
+	return isAlnum(b) || strings.IndexByte("._%+-'", b) >= 0
+}
+func isDomainByte(b byte) bool { return isAlnum(b) || b == '.' || b == '-' }
+
+var reservedDomains = []string{"example.com", "example.net", "example.org", "example.edu"}
+var reservedTLDs = []string{".example", ".test", ".invalid", ".localhost", ".local"}
+
+func reservedDomain(dom string) bool {
+	dom = strings.ToLower(dom)
+	for _, r := range reservedDomains {
+		if dom == r || strings.HasSuffix(dom, "."+r) {
+			return true
+		}
+	}
+	for _, t := range reservedTLDs {
+		if strings.HasSuffix(dom, t) || dom == t[1:] {
+			return true
+		}
+	}
+	return false
+}
+
+// emailAt checks for an e-mail address around the '@' at i.
+func (st *scanState) emailAt(i int) {
+	text := st.text
+	lo := i
+	for lo > 0 && i-lo < 64 && isLocalByte(text[lo-1]) {
+		lo--
+	}
+	for lo < i && (text[lo] == '.' || text[lo] == '\'') {
+		lo++
+	}
+	if lo == i || text[i-1] == '.' {
+		return
+	}
+	if lo > 0 && (isLocalByte(text[lo-1]) || text[lo-1] == ':' || text[lo-1] == '/') {
+		return // too long, or URI userinfo (user:password@host)
+	}
+	hi := i + 1
+	for hi < len(text) && hi-i < 255 && isDomainByte(text[hi]) {
+		hi++
+	}
+	for hi > i+1 && (text[hi-1] == '.' || text[hi-1] == '-') {
+		hi--
+	}
+	dom := string(text[i+1 : hi])
+	labels := strings.Split(dom, ".")
+	if len(labels) < 2 {
+		return
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return
+		}
+	}
+	tld := labels[len(labels)-1]
+	if len(tld) < 2 {
+		return
+	}
+	for k := 0; k < len(tld); k++ {
+		if !isAlpha(tld[k]) {
+			return
+		}
+	}
+	if hi < len(text) && (isAlnum(text[hi]) || text[hi] == '@') {
+		return
+	}
+	if !st.s.includeReserved && reservedDomain(dom) {
+		return
+	}
+	d := st.s.email
+	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
+}
+
+// ---- phone ----
+
+// phoneRegionsFor lists the regions whose national numbers can start with
+// the digits of d.
+func phoneRegionsFor(d string) []string {
+	switch {
+	case d[0] == '0':
+		return []string{"FR", "GB", "DE", "IT", "BE", "CH"}
+	case d[0] == '1' && len(d) == 11:
+		return []string{"US", "CA"}
+	case len(d) == 10 && d[0] >= '2':
+		if d[0] == '3' {
+			return []string{"US", "CA", "IT"}
+		}
+		return []string{"US", "CA"}
+	case len(d) == 9 && d[0] >= '6':
+		return []string{"ES"}
+	case len(d) == 9 && d[0] == '3':
+		return []string{"IT"}
+	}
+	return nil
+}
+
+func phoneNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	var buf [32]byte
+	c.groupRanges(8, 15, func(a, b int) bool {
+		lo, hi := c.spanOf(a, b)
+		intl := false
+		if a == 0 && c.start < lo {
+			lo = c.start
+			intl = c.plus
+		}
+		if a > 0 && (c.seps[a-1] == '-' || c.seps[a-1] == '.') {
+			return false
+		}
+		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isDigit(text[hi+1])) {
+			return false
+		}
+		digits := string(c.digits(text, a, b, buf[:0]))
+		if !intl && strings.HasPrefix(digits, "00") && len(digits) >= 11 {
+			intl = true
+			digits = digits[2:]
+		}
+		formatted := b > a
+		if formatted {
+			// a date or version, not a phone: yyyy-mm-dd, dd.mm.yyyy
+			for g := a; g <= b; g++ {
+				if c.groups[g].hi-c.groups[g].lo > 5 {
+					formatted = false
+				}
+			}
+		}
+		if !intl && !formatted && !st.hasContext(d, lo, hi, 48) {
+			return false
+		}
+		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !st.hasContext(d, lo, hi, 48) {
+			return false // a slice of a longer number sequence or identifier
+		}
+		var num *phonenumbers.PhoneNumber
+		if intl {
+			n, err := phonenumbers.Parse("+"+digits, "ZZ")
+			if err != nil || !phonenumbers.IsValidNumber(n) {
+				return false
+			}
+			num = n
+		} else {
+			for _, region := range phoneRegionsFor(digits) {
+				n, err := phonenumbers.Parse(digits, region)
+				if err == nil && phonenumbers.IsValidNumberForRegion(n, region) {
+					num = n
+					break
+				}
+			}
+			if num == nil {
+				return false
+			}
+		}
+		base := 0.7
+		if intl {
+			base = 0.85
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), phonenumbers.Format(num, phonenumbers.E164), d.mask)
+		return true
+	})
+}
+
+// ---- payment cards ----
+
+// Documented test card numbers (Stripe, Adyen, PayPal, Braintree docs).
+var testCards = map[string]bool{
+	"4111111111111111": true, "4242424242424242": true, "4000056655665556": true, "4012888888881881": true,
+	"4222222222222": true, "4000000000000002": true, "4000000000009995": true, "4000002500003155": true,
+	"5555555555554444": true, "5200828282828210": true, "5105105105105100": true, "2223003122003222": true,
+	"5454545454545454": true, "378282246310005": true, "371449635398431": true, "378734493671000": true,
+	"6011111111111117": true, "6011000990139424": true, "6011000400000000": true, "3056930009020004": true,
+	"36227206271667": true, "30569309025904": true, "38520000023237": true, "3566002020360505": true,
+	"3530111333300000": true, "6200000000000005": true, "6759649826438453": true, "4917610000000000": true,
+	"4000000000000077": true, "4000000760000002": true, "4000001240000000": true, "4000002500001001": true,
+}
+
+// cardIssuer reports whether d starts with an issuer range of a length it
+// issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro).
+func cardIssuer(d string) bool {
+	n := len(d)
+	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
+	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
+	p3 := p4 / 10
+	switch {
+	case d[0] == '4':
+		return n == 13 || n == 16 || n == 19
+	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720:
+		return n == 16
+	case p2 == 34 || p2 == 37:
+		return n == 15
+	case p4 == 6011, p2 == 65, p3 >= 644 && p3 <= 649:
+		return n >= 16 && n <= 19
+	case p4 >= 3528 && p4 <= 3589:
+		return n >= 16 && n <= 19
+	case p3 >= 300 && p3 <= 305, p2 == 36, p2 == 38, p2 == 39:
+		return n >= 14 && n <= 19
+	case p2 == 62:
+		return n >= 16 && n <= 19
+	case p2 == 50, p2 >= 56 && p2 <= 69:
+		return n >= 12 && n <= 19
+	}
+	return false
+}
+
+func cardNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	var buf [32]byte
+	c.groupRanges(13, 19, func(a, b int) bool {
+		if !c.sameSeps(a, b, " -") {
+			return false
+		}
+		lo, hi := c.spanOf(a, b)
+		if !boundaryOK(text, lo, hi) {
+			return false
+		}
+		dg := string(c.digits(text, a, b, buf[:0]))
+		if !cardIssuer(dg) || !luhn(dg) {
+			return false
+		}
+		if !st.s.includeReserved && testCards[dg] {
+			return true // consume, report nothing
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		return true
+	})
+}
+
+// ---- IBAN ----
+
+// Example IBANs published by ISO 13616, the ECBS and national banks.
+var exampleIBANs = map[string]bool{
+	"GB82WEST12345698765432": true, "GB29NWBK60161331926819": true, "DE89370400440532013000": true,
+	"FR1420041010050500013M02606": true, "FR7630006000011234567890189": true, "NL91ABNA0417164300": true,
+	"BE68539007547034": true, "ES9121000418450200051332": true, "IT60X0542811101000000123456": true,
+	"CH9300762011623852957": true, "AT611904300234573201": true, "LU280019400644750000": true,
+}
+
+func ibanNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	lo := g.lo - 2
+	if c.start != g.lo || lo < 0 || g.hi-g.lo < 2 || !isUpper(text[lo]) || !isUpper(text[lo+1]) {
+		return
+	}
+	if lo > 0 && isWordByte(text[lo-1]) {
+		return
+	}
+	want := ibanLengths[string(text[lo:lo+2])]
+	if want == 0 {
+		return
+	}
+	var buf [40]byte
+	out := buf[:0]
+	i := lo
+	for i < len(text) && len(out) < want {
+		ch := text[i]
+		switch {
+		case isDigit(ch) || isUpper(ch):
+			out = append(out, ch)
+			i++
+		case ch == ' ' && i+1 < len(text) && isAlnum(text[i+1]) && len(out) >= 4:
+			i++
+		default:
+			return
+		}
+	}
+	if len(out) != want || (i < len(text) && isWordByte(text[i])) {
+		return
+	}
+	s := string(out)
+	if !validIBAN(s) {
+		return
+	}
+	if !st.s.includeReserved && exampleIBANs[s] {
+		return
+	}
+	st.emit(d.id, d.cat, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
+}
+
+// ---- US SSN ----
+
+var reservedSSN = map[string]bool{"078051120": true, "219099999": true, "123456789": true}
+
+func ssnNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	var buf [16]byte
+	for a := 0; a < len(c.groups); a++ {
+		var b int
+		switch {
+		case a+2 < len(c.groups) && c.groups[a].hi-c.groups[a].lo == 3 && c.groups[a+1].hi-c.groups[a+1].lo == 2 &&
+			c.groups[a+2].hi-c.groups[a+2].lo == 4 && c.sameSeps(a, a+2, "- "):
+			b = a + 2
+			if (a > 0 && c.seps[a-1] == c.seps[a]) || (b+1 < len(c.groups) && c.seps[b] == c.seps[a]) {
+				continue
+			}
+		case c.groups[a].hi-c.groups[a].lo == 9:
+			b = a
+		default:
+			continue
+		}
+		lo, hi := c.spanOf(a, b)
+		if !boundaryOK(text, lo, hi) {
+			continue
+		}
+		dg := string(c.digits(text, a, b, buf[:0]))
+		if !validSSN(dg) {
+			continue
+		}
+		ctx := st.hasContext(d, lo, hi, 64)
+		if a == b && !ctx {
+			continue
+		}
+		if !st.s.includeReserved && (reservedSSN[dg] || strings.HasPrefix(dg, "98765432")) {
+			continue
+		}
+		conf := 0.75
+		if ctx {
+			conf = 0.95
+		}
+		st.emit(d.id, d.cat, lo, hi, conf, dg, d.mask)
+		a = b
+	}
+}
+
+// ---- French NIR, SIREN, SIRET ----
+
+func nirNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	var buf [24]byte
+	// Corsica: "2 85 05 2A 006 084 36" breaks the digit run at the letter;
+	// the candidate then starts at the sex digit and we read the rest here.
+	g0 := c.groups[0]
+	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && boundaryOK(text, g0.lo, g0.lo) {
+		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " ."); ok && validNIR(v) && strings.ContainsAny(v, "AB") {
+			st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+			return
+		}
+	}
+	c.groupRanges(15, 15, func(a, b int) bool {
+		if !c.sameSeps(a, b, " .") {
+			return false
+		}
+		lo, hi := c.spanOf(a, b)
+		if !boundaryOK(text, lo, hi) {
+			return false
+		}
+		dg := string(c.digits(text, a, b, buf[:0]))
+		if !validNIR(dg) {
+			return false
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		return true
+	})
+}
+
+// readCompact reads n alphanumerics from text[lo:], skipping single
+// separators from seps, and returns the span and the upper-cased value.
+func readCompact(text []byte, lo, n int, seps string) (int, int, string, bool) {
+	out := make([]byte, 0, n)
+	i := lo
+	for i < len(text) && len(out) < n {
+		ch := text[i]
+		switch {
+		case isAlnum(ch):
+			if ch >= 'a' && ch <= 'z' {
+				ch -= 'a' - 'A'
+			}
+			out = append(out, ch)
+			i++
+		case strings.IndexByte(seps, ch) >= 0 && i+1 < len(text) && isAlnum(text[i+1]) && len(out) > 0:
+			i++
+		default:
+			return 0, 0, "", false
+		}
+	}
+	if len(out) != n || (i < len(text) && isWordByte(text[i])) {
+		return 0, 0, "", false
+	}
+	return lo, i, string(out), true
+}
+
+// contextNumeric is the shape of the numbers that are too ambiguous alone
+// (SIREN, SIRET, NHS, BSN): digits of an exact count, in one group or
+// uniformly grouped, with a context word required before them.
+func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState, *detector, *numCand) {
+	return func(st *scanState, d *detector, c *numCand) {
+		text := st.text
+		var buf [24]byte
+		c.groupRanges(n, n, func(a, b int) bool {
+			if !c.sameSeps(a, b, seps) {
+				return false
+			}
+			lo, hi := c.spanOf(a, b)
+			if !boundaryOK(text, lo, hi) || !nearHit(st.ctxHits[d.idx], lo, lo, 48) {
+				return false
+			}
+			dg := string(c.digits(text, a, b, buf[:0]))
+			if !valid(dg) {
+				return false
+			}
+			st.emit(d.id, d.cat, lo, hi, 0.9, dg, d.mask)
+			return true
+		})
+	}
+}
+
+var (
+	sirenNumeric = contextNumeric(9, func(s string) bool { return luhn(s) && s != "000000000" }, " .")
+	siretNumeric = contextNumeric(14, validSIRET, " .")
+	nhsNumeric   = contextNumeric(10, validNHS, " -")
+	bsnNumeric   = contextNumeric(9, validBSN, " .-")
+)
+
+// ---- UK NINO ----
+
+func ninoNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	if c.start != g.lo {
+		return
+	}
+	lo := g.lo - 2
+	if lo >= 1 && text[lo+1] == ' ' {
+		lo--
+	}
+	if lo < 0 {
+		return
+	}
+	start, hi, v, ok := readCompact(text, lo, 9, " ")
+	if !ok || !validNINO(v) || (start > 0 && isWordByte(text[start-1])) {
+		return
+	}
+	st.emit(d.id, d.cat, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
+}
+
+// ---- Spanish DNI / NIE ----
+
+func dniNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	lo := g.lo
+	n := g.hi - g.lo
+	nie := false
+	if n == 7 && lo > 0 && strings.IndexByte("XYZ", text[lo-1]) >= 0 {
+		lo--
+		nie = true
+	} else if n != 8 {
+		return
+	}
+	if c.start != g.lo || (lo > 0 && isWordByte(text[lo-1])) {
+		return
+	}
+	hi := g.hi
+	if hi < len(text) && (text[hi] == '-' || text[hi] == ' ') {
+		hi++
+	}
+	if hi >= len(text) || !isUpper(text[hi]) {
+		return
+	}
+	hi++
+	if hi < len(text) && isWordByte(text[hi]) {
+		return
+	}
+	v := compactUpper(string(text[lo:hi]))
+	if !validDNI(v) {
+		return
+	}
+	base := 0.8
+	if nie {
+		base = 0.85
+	}
+	st.emit(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
+}
+
+// ---- Italian codice fiscale ----
+
+func cfNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	lo := g.lo - 6
+	if c.start != g.lo || lo < 0 || g.hi-g.lo != 2 || (lo > 0 && isWordByte(text[lo-1])) || lo+16 > len(text) {
+		return
+	}
+	hi := lo + 16
+	if hi < len(text) && isWordByte(text[hi]) {
+		return
+	}
+	v := string(text[lo:hi])
+	if !validCodiceFiscale(v) {
+		return
+	}
+	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.9, lo, hi), v, d.mask)
+}
+
+// ---- IP addresses ----
+
+// publicAddr reports whether a is an address that can identify a person's
+// connection: global unicast, and not private, loopback, link-local,
+// multicast, unspecified, shared (CGNAT 100.64/10), benchmarking
+// (198.18/15) or reserved (240/4). IPv6 must be in 2000::/3. Documentation
+// ranges (192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32) are
+// reserved: reported only with IncludeReserved.
+func publicAddr(a netip.Addr, includeReserved bool) bool {
+	a = a.Unmap()
+	if !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsMulticast() {
+		return false
+	}
+	for _, p := range nonPersonal {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	if a.Is6() && !ipv6Global.Contains(a) {
+		return false
+	}
+	if !includeReserved {
+		for _, p := range docRanges {
+			if p.Contains(a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+var (
+	nonPersonal = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("198.18.0.0/15"),
+		netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("0.0.0.0/8")}
+	docRanges = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("198.51.100.0/24"),
+		netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	ipv6Global = netip.MustParsePrefix("2000::/3")
+)
+
+func ipv4Numeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	for a := 0; a+3 < len(c.groups); a++ {
+		if a > 0 && c.seps[a-1] == '.' {
+			continue
+		}
+		b := a + 3
+		ok := true
+		for g := a; g < b; g++ {
+			if c.seps[g] != '.' || c.sepLens[g] != 1 {
+				ok = false
+			}
+		}
+		if !ok || (b+1 < len(c.groups) && c.seps[b] == '.') {
+			continue
+		}
+		lo, hi := c.spanOf(a, b)
+		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isAlnum(text[hi+1])) {
+			continue
+		}
+		addr, err := netip.ParseAddr(string(text[lo:hi]))
+		if err != nil || !publicAddr(addr, st.s.includeReserved) {
+			continue
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
+		a = b
+	}
+}
+
+// ipv6At checks the hex-and-colon token around text[i] and returns the
+// offset just past it.
+func (st *scanState) ipv6At(i int) int {
+	text := st.text
+	isV6 := func(b byte) bool { return isHex(b) || b == ':' || b == '.' }
+	lo := i
+	for lo > 0 && i-lo < 45 && isV6(text[lo-1]) {
+		lo--
+	}
+	hi := i
+	for hi < len(text) && hi-lo < 45 && isV6(text[hi]) {
+		hi++
+	}
+	end := hi
+	for hi > lo && text[hi-1] == '.' {
+		hi--
+	}
+	tok := string(text[lo:hi])
+	if strings.Count(tok, ":") < 2 || !boundaryOK(text, lo, hi) {
+		return end
+	}
+	hexN := 0
+	for k := 0; k < len(tok); k++ {
+		if isHex(tok[k]) {
+			hexN++
+		}
+	}
+	if hexN < 4 {
+		return end
+	}
+	addr, err := netip.ParseAddr(tok)
+	if err != nil || !addr.Is6() || !publicAddr(addr, st.s.includeReserved) {
+		return end
+	}
+	d := st.s.ipv6
+	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
+	return end
+}
+
+// ---- crypto wallets ----
+
+func walletNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	lo := g.lo
+	if c.start != lo || (lo > 0 && isWordByte(text[lo-1])) {
+		return
+	}
+	switch {
+	case text[lo] == '0' && lo+42 <= len(text) && (text[lo+1] == 'x' || text[lo+1] == 'X') && g.hi == lo+1:
+		hi := lo + 42
+		if hi < len(text) && isWordByte(text[hi]) {
+			return
+		}
+		v := string(text[lo:hi])
+		ok, checked := validEthAddress(v)
+		if !ok {
+			return
+		}
+		if !checked && !st.hasContext(d, lo, hi, 64) {
+			return // 40 hex digits without checksum or context: a hash, probably
+		}
+		conf := 0.7
+		if checked {
+			conf = 0.9
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), strings.ToLower(v), d.mask)
+	case (text[lo] == '1' || text[lo] == '3') && g.hi < len(text) && isAlpha(text[g.hi]):
+		hi := lo
+		for hi < len(text) && hi-lo <= 35 && isAlnum(text[hi]) {
+			hi++
+		}
+		if hi-lo < 26 || hi-lo > 35 || (hi < len(text) && isWordByte(text[hi])) {
+			return
+		}
+		v := string(text[lo:hi])
+		if !validBase58Check(v) {
+			return
+		}
+		if !st.s.includeReserved && v == "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa" {
+			return // the genesis block address, quoted in every tutorial
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+	}
+}
+
+func bech32Window(st *scanState, d *detector, lo, hi int) {
+	text := st.text
+	for i := lo; i+3 <= hi; i++ {
+		if (text[i]|0x20) != 'b' && (text[i]|0x20) != 't' {
+			continue
+		}
+		if !((text[i+1]|0x20) == 'c' || (text[i+1]|0x20) == 'b') || text[i+2] != '1' || (i > 0 && isWordByte(text[i-1])) {
+			continue
+		}
+		j := i
+		for j < len(text) && j-i <= 90 && isAlnum(text[j]) {
+			j++
+		}
+		if j < len(text) && isWordByte(text[j]) {
+			continue
+		}
+		v := string(text[i:j])
+		if validBech32Address(v) {
+			st.emit(d.id, d.cat, i, j, st.conf(d, 0.9, i, j), strings.ToLower(v), d.mask)
+			i = j
+		}
+	}
+}

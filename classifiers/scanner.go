@@ -1,0 +1,368 @@
+package classifiers
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Options configures a Scanner. The zero value enables every built-in
+// detector with a random hash key.
+type Options struct {
+	// HashKey is the key for Finding.Hash (HMAC-SHA256). Nil means a random
+	// key per Scanner, so hashes only compare within one Scanner.
+	HashKey []byte
+	// Custom rules, compiled by New.
+	Custom []CustomRule
+	// Detectors lists the enabled built-in detector IDs or path.Match globs
+	// such as "pii.*". Empty enables every built-in. Custom rules are always
+	// enabled.
+	Detectors []string
+	// IncludeReserved reports reserved example values too: RFC 2606
+	// domains, documented test card numbers and IBANs, documentation IP
+	// ranges, AWS's AKIAIOSFODNN7EXAMPLE and the like.
+	IncludeReserved bool
+	// MatchTimeout bounds every regexp2 match of a custom pattern; the
+	// default is 100ms.
+	MatchTimeout time.Duration
+}
+
+// DefaultMatchTimeout is the per-match timeout of custom patterns when
+// Options.MatchTimeout is zero.
+const DefaultMatchTimeout = 100 * time.Millisecond
+
+// DetectorInfo describes a built-in detector.
+type DetectorInfo struct {
+	ID          string
+	Category    Category
+	Description string
+}
+
+// RuleError reports a custom rule (or detector selection) that cannot be
+// compiled. Rule names the rule; the error never contains scanned text.
+type RuleError struct {
+	Rule string
+	Err  error
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("rule %q: %v", e.Rule, e.Err) }
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// TimeoutError reports that a custom pattern exceeded the match timeout
+// while scanning. The input is never part of the message.
+type TimeoutError struct {
+	Rule    string
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("rule %q: pattern match exceeded timeout of %v", e.Rule, e.Timeout)
+}
+
+// Sizes of the chunks large inputs are scanned in. Overlap is larger than
+// the longest value any built-in detector reports plus the context it reads,
+// so a value straddling two chunks is found exactly once, in the chunk where
+// it starts.
+const (
+	chunkSize    = 1 << 20
+	chunkOverlap = 32 << 10
+)
+
+// Scanner finds sensitive values in text. It is built by New and is safe for
+// concurrent use by multiple goroutines: it is never modified after New.
+type Scanner struct {
+	key             []byte
+	dets            []*detector
+	custom          []*customRule
+	ac              *acMatcher
+	acRefs          []acRef
+	numeric         []*detector
+	email           *detector
+	ipv6            *detector
+	includeReserved bool
+	timeout         time.Duration
+}
+
+// acRef says what an Aho-Corasick pattern means: a trigger or a context word
+// of detector det, or a keyword of custom rule custom.
+type acRef struct {
+	det     int // index in dets, or -1
+	custom  int // index in custom, or -1
+	context bool
+	length  int
+}
+
+// New compiles the enabled built-in detectors and the custom rules. A bad
+// custom rule or an unknown detector selection returns a *RuleError naming
+// it.
+func New(opts Options) (*Scanner, error) {
+	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout}
+	if s.timeout <= 0 {
+		s.timeout = DefaultMatchTimeout
+	}
+	if opts.HashKey != nil {
+		s.key = slices.Clone(opts.HashKey)
+	} else {
+		s.key = make([]byte, 32)
+		if _, err := rand.Read(s.key); err != nil {
+			return nil, fmt.Errorf("classifiers: hash key: %w", err)
+		}
+	}
+	all := builtinDetectors()
+	for _, sel := range opts.Detectors {
+		if _, err := path.Match(sel, ""); err != nil {
+			return nil, &RuleError{Rule: sel, Err: fmt.Errorf("bad detector pattern: %w", err)}
+		}
+		found := false
+		for _, d := range all {
+			if ok, _ := path.Match(sel, d.id); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, &RuleError{Rule: sel, Err: errors.New("matches no built-in detector")}
+		}
+	}
+	for _, d := range all {
+		if len(opts.Detectors) > 0 {
+			on := false
+			for _, sel := range opts.Detectors {
+				if ok, _ := path.Match(sel, d.id); ok {
+					on = true
+					break
+				}
+			}
+			if !on {
+				continue
+			}
+		}
+		s.dets = append(s.dets, d)
+	}
+	seen := map[string]bool{}
+	for _, r := range opts.Custom {
+		if seen[r.ID] {
+			return nil, &RuleError{Rule: r.ID, Err: errors.New("duplicate rule ID")}
+		}
+		seen[r.ID] = true
+		cr, err := compileCustom(r, s.timeout)
+		if err != nil {
+			return nil, err
+		}
+		s.custom = append(s.custom, cr)
+	}
+	var pats []string
+	add := func(p string, ref acRef) {
+		pats = append(pats, strings.ToLower(p))
+		ref.length = len(p)
+		s.acRefs = append(s.acRefs, ref)
+	}
+	for i, d := range s.dets {
+		d.idx = i
+		for _, k := range d.keywords {
+			add(k, acRef{det: i, custom: -1})
+		}
+		for _, k := range d.context {
+			add(k, acRef{det: i, custom: -1, context: true})
+		}
+		switch {
+		case d.numeric != nil:
+			s.numeric = append(s.numeric, d)
+		case d.id == "pii.email":
+			s.email = d
+		}
+		if d.id == "pii.ip_address" {
+			s.ipv6 = d
+		}
+	}
+	for i, c := range s.custom {
+		for _, k := range c.keywords {
+			add(k, acRef{det: -1, custom: i})
+		}
+		for _, k := range c.context {
+			add(k, acRef{det: -1, custom: i, context: true})
+		}
+	}
+	s.ac = newACMatcher(pats)
+	return s, nil
+}
+
+// Builtins lists every built-in detector, in a stable order.
+func Builtins() []DetectorInfo {
+	ds := builtinDetectors()
+	out := make([]DetectorInfo, 0, len(ds)+1)
+	for _, d := range ds {
+		out = append(out, DetectorInfo{ID: d.id, Category: d.cat, Description: d.desc})
+	}
+	out = append(out, DetectorInfo{ID: sensitivityLabelID, Category: CategoryMarker,
+		Description: "Microsoft Information Protection sensitivity label in an Office document's metadata (ScanDocument only)"})
+	return out
+}
+
+// Scan returns the findings in text, sorted by Start. Large inputs are
+// scanned in overlapping chunks. When a custom pattern times out, Scan
+// returns the findings found so far and a *TimeoutError; when ctx is done it
+// returns ctx.Err().
+func (s *Scanner) Scan(ctx context.Context, text []byte) ([]Finding, error) {
+	var all []Finding
+	var firstErr error
+	pos := newPosTracker()
+	base := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return sortFindings(all), err
+		}
+		end := min(base+chunkSize, len(text))
+		last := end == len(text)
+		chunk := text[base:end]
+		acceptLo := 0
+		if base > 0 {
+			acceptLo = chunkOverlap
+		}
+		acceptHi := len(chunk)
+		if !last {
+			acceptHi = len(chunk) - chunkOverlap
+		}
+		fs, err := s.scanChunk(ctx, chunk, acceptLo, acceptHi)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		all = pos.finish(all, fs, chunk, base)
+		if last {
+			break
+		}
+		pos.advance(chunk, base, base+acceptHi)
+		base = base + acceptHi - chunkOverlap
+	}
+	return sortFindings(all), firstErr
+}
+
+// ScanString is Scan for a string.
+func (s *Scanner) ScanString(ctx context.Context, text string) ([]Finding, error) {
+	return s.Scan(ctx, []byte(text))
+}
+
+// ScanReader scans everything r yields, in chunks with overlap, holding at
+// most about one chunk in memory. Offsets are relative to the start of the
+// stream.
+func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error) {
+	var all []Finding
+	var firstErr error
+	pos := newPosTracker()
+	buf := make([]byte, 0, chunkSize)
+	base := 0     // stream offset of buf[0]
+	acceptLo := 0 // in buf
+	for {
+		if err := ctx.Err(); err != nil {
+			return sortFindings(all), err
+		}
+		n, rerr := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
+		if rerr != nil && !eof {
+			return sortFindings(all), fmt.Errorf("classifiers: read: %w", rerr)
+		}
+		acceptHi := len(buf)
+		if !eof {
+			acceptHi = len(buf) - chunkOverlap
+		}
+		fs, err := s.scanChunk(ctx, buf, acceptLo, acceptHi)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		all = pos.finish(all, fs, buf, base)
+		if eof {
+			break
+		}
+		pos.advance(buf, base, base+acceptHi)
+		keep := acceptHi - chunkOverlap
+		copy(buf, buf[keep:])
+		buf = buf[:len(buf)-keep]
+		base += keep
+		acceptLo = chunkOverlap
+	}
+	return sortFindings(all), firstErr
+}
+
+func sortFindings(fs []Finding) []Finding {
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].Start != fs[j].Start {
+			return fs[i].Start < fs[j].Start
+		}
+		if fs[i].End != fs[j].End {
+			return fs[i].End < fs[j].End
+		}
+		return fs[i].Detector < fs[j].Detector
+	})
+	return fs
+}
+
+// posTracker turns byte offsets into line and column numbers across chunks.
+// Offsets must be presented in increasing order.
+type posTracker struct {
+	off  int // stream offset reached
+	line int // line at off (1-based)
+	col  int // runes since the start of the line at off
+}
+
+func newPosTracker() *posTracker { return &posTracker{line: 1} }
+
+// advance moves the tracker to stream offset to; buf starts at stream offset
+// base and must contain the bytes between the tracker and to.
+func (p *posTracker) advance(buf []byte, base, to int) {
+	if to <= p.off {
+		return
+	}
+	seg := buf[p.off-base : to-base]
+	if nl := bytes.Count(seg, []byte{'\n'}); nl > 0 {
+		p.line += nl
+		seg = seg[bytes.LastIndexByte(seg, '\n')+1:]
+		p.col = 0
+	}
+	p.col += runeStarts(seg)
+	p.off = to
+}
+
+func runeStarts(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c&0xC0 != 0x80 {
+			n++
+		}
+	}
+	return n
+}
+
+// finish converts chunk-relative raw findings into Findings with stream
+// offsets and positions, appending them to all.
+func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+	for _, f := range fs {
+		p.advance(buf, base, base+f.Start)
+		f.Line = p.line
+		f.Column = p.col + 1
+		f.EndLine = f.Line + bytes.Count(buf[f.Start:max(f.Start, f.End-1)], []byte{'\n'})
+		f.Start += base
+		f.End += base
+		all = append(all, f)
+	}
+	return all
+}
+
+// hash is the keyed hash of a normalised value.
+func (s *Scanner) hash(norm string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(norm))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}

@@ -1,0 +1,424 @@
+package classifiers
+
+import (
+	"bytes"
+	"encoding/base64"
+	"regexp"
+	"strings"
+)
+
+// regexWindow returns a window function that runs re over text[lo:hi] and
+// calls fn for every match whose group g (0 = whole match) is not glued to
+// token bytes on either side in the full text.
+func regexWindow(re *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	return func(st *scanState, d *detector, lo, hi int) {
+		text := st.text
+		pos := lo
+		for pos < hi {
+			m := re.FindSubmatchIndex(text[pos:hi])
+			if m == nil {
+				return
+			}
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += pos
+				}
+			}
+			s, e := m[2*g], m[2*g+1]
+			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+				pos = m[0] + 1
+				continue
+			}
+			fn(st, d, s, e, m)
+			pos = max(m[1], m[0]+1)
+		}
+	}
+}
+
+func isTokenByte(b byte) bool  { return isWordByte(b) || b == '-' }
+func isBase64Byte(b byte) bool { return isAlnum(b) || b == '+' || b == '/' || b == '=' }
+func isB64URLByte(b byte) bool { return isAlnum(b) || b == '_' || b == '-' }
+func notToken(b byte) bool     { return false }
+
+// simple emits the match with a fixed confidence.
+func simple(conf float64, prefix int, norm func(string) string) func(*scanState, *detector, int, int, []int) {
+	return func(st *scanState, d *detector, lo, hi int, _ []int) {
+		v := string(st.text[lo:hi])
+		n := v
+		if norm != nil {
+			n = norm(v)
+		}
+		st.emit(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), n, maskPrefix(prefix))
+	}
+}
+
+// Values that appear in documentation and are not secrets.
+var reservedSecrets = map[string]bool{
+	"AKIAIOSFODNN7EXAMPLE":                     true,
+	"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": true,
+	"sk_test_4eC39HqLyjWDarjtT1zdp7dc":         true,
+	"sk_test_BQokikJOvBiI2HlWgH4olfQ2":         true,
+	// Azurite's well-known development storage key.
+	"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==": true,
+}
+
+func (st *scanState) reservedSecret(v string) bool {
+	return !st.s.includeReserved && (reservedSecrets[v] || strings.Contains(v, "EXAMPLE"))
+}
+
+var ctxSecret = []string{"key", "secret", "token", "password", "mot de passe", "clé", "cle", "credential", "auth", "api"}
+
+func secretDetectors() []*detector {
+	awsID := regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
+	awsSecret := regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
+	gh := regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}`)
+	gl := regexp.MustCompile(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent)-[A-Za-z0-9_.-]{20,90}`)
+	slack := regexp.MustCompile(`xox[abposer]-[0-9]{6,15}-[0-9A-Za-z-]{8,200}|xapp-[0-9]-[A-Z0-9]{8,}-[0-9]{6,}-[a-f0-9]{32,}`)
+	slackHook := regexp.MustCompile(`https://hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
+	stripe := regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,247}`)
+	openai := regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{16,200}T3BlbkFJ[A-Za-z0-9_-]{16,200}`)
+	anthropic := regexp.MustCompile(`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`)
+	google := regexp.MustCompile(`AIza[0-9A-Za-z_-]{35}`)
+	azure := regexp.MustCompile(`AccountKey=([A-Za-z0-9+/]{86}==)`)
+	npm := regexp.MustCompile(`npm_[A-Za-z0-9]{36}`)
+	twilio := regexp.MustCompile(`SK[0-9a-fA-F]{32}|(?i:auth_?token)["']?\s*(?:=|:)\s*["']?([0-9a-f]{32})`)
+	sendgrid := regexp.MustCompile(`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)
+	pem := regexp.MustCompile(`-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`)
+	jwt := regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`)
+	gcp := regexp.MustCompile(`"private_key_id"\s*:\s*"([0-9a-f]{40})"`)
+
+	return []*detector{
+		{id: "secret.aws_access_key_id", cat: CategorySecret, desc: "AWS access key ID (AKIA/ASIA/… + 16 base32 characters)",
+			keywords: []string{"akia", "asia", "abia", "acca", "a3t"}, after: 20, context: []string{"aws", "access_key", "amazon"},
+			window: regexWindow(awsID, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				if st.reservedSecret(v) {
+					return
+				}
+				st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, maskPrefix(4))
+			})},
+		{id: "secret.aws_secret_access_key", cat: CategorySecret, desc: "AWS secret access key assigned to an aws_secret_access_key-like name (40 base64 characters, entropy floor)",
+			keywords: []string{"secret_access_key", "secretaccesskey", "aws_secret", "awssecret"}, before: 8, after: 70,
+			window: regexWindow(awsSecret, 1, isBase64Byte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				if st.reservedSecret(v) || shannon(v) < 4.0 {
+					return
+				}
+				st.emit(d.id, d.cat, lo, hi, 0.9, v, maskFixed)
+			})},
+		{id: "secret.github_token", cat: CategorySecret, desc: "GitHub token (ghp_/gho_/ghu_/ghs_/ghr_ with CRC32 checksum verified; github_pat_ fine-grained)",
+			keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, after: 90,
+			window: regexWindow(gh, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				conf := 0.9
+				if !strings.HasPrefix(v, "github_pat_") {
+					if !validGitHubToken(v) {
+						return
+					}
+					conf = 0.99
+				}
+				st.emit(d.id, d.cat, lo, hi, conf, v, maskPrefix(4))
+			})},
+		{id: "secret.gitlab_token", cat: CategorySecret, desc: "GitLab token (glpat-, gldt-, glrt-, glptt-, … with an entropy floor)",
+			keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-"}, after: 100,
+			window: regexWindow(gl, 0, isTokenByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				i := strings.IndexByte(v, '-')
+				if shannon(v[i+1:]) < 3.5 {
+					return
+				}
+				st.emit(d.id, d.cat, lo, hi, 0.9, v, maskPrefix(i+1))
+			})},
+		{id: "secret.slack_token", cat: CategorySecret, desc: "Slack token (xoxb-, xoxp-, xoxa-, xoxe-, xapp-)",
+			keywords: []string{"xox", "xapp-"}, after: 260, window: regexWindow(slack, 0, isTokenByte, simple(0.9, 5, nil))},
+		{id: "secret.slack_webhook", cat: CategorySecret, desc: "Slack incoming webhook URL",
+			keywords: []string{"hooks.slack.com"}, before: 8, after: 200, window: regexWindow(slackHook, 0, isAlnum, simple(0.95, 24, nil))},
+		{id: "secret.stripe_key", cat: CategorySecret, desc: "Stripe secret or restricted key (live; test keys at lower confidence; documented keys reserved)",
+			keywords: []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, after: 260,
+			window: regexWindow(stripe, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				if st.reservedSecret(v) {
+					return
+				}
+				conf := 0.95
+				if strings.Contains(v, "_test_") {
+					conf = 0.6
+				}
+				st.emit(d.id, d.cat, lo, hi, conf, v, maskPrefix(8))
+			})},
+		{id: "secret.openai_key", cat: CategorySecret, desc: "OpenAI API key (sk-…, sk-proj-…, with the T3BlbkFJ marker)",
+			keywords: []string{"t3blbkfj"}, before: 220, after: 210, window: regexWindow(openai, 0, isTokenByte, simple(0.98, 3, nil))},
+		{id: "secret.anthropic_key", cat: CategorySecret, desc: "Anthropic API key (sk-ant-api03-…AA, sk-ant-admin01-…)",
+			keywords: []string{"sk-ant-"}, after: 130, window: regexWindow(anthropic, 0, isTokenByte, simple(0.98, 7, nil))},
+		{id: "secret.google_api_key", cat: CategorySecret, desc: "Google API key (AIza + 35 characters)",
+			keywords: []string{"aiza"}, after: 40, window: regexWindow(google, 0, isTokenByte, simple(0.9, 4, nil))},
+		{id: "secret.azure_storage_key", cat: CategorySecret, desc: "Azure storage account key in a connection string (AccountKey=, 64 bytes base64)",
+			keywords: []string{"accountkey="}, after: 100,
+			window: regexWindow(azure, 1, isBase64Byte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				raw, err := base64.StdEncoding.DecodeString(v)
+				if err != nil || len(raw) != 64 || st.reservedSecret(v) {
+					return
+				}
+				st.emit(d.id, d.cat, lo, hi, 0.95, v, maskFixed)
+			})},
+		{id: "secret.npm_token", cat: CategorySecret, desc: "npm access token (npm_ + 36; the CRC32 checksum raises confidence)",
+			keywords: []string{"npm_"}, after: 40,
+			window: regexWindow(npm, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				conf := 0.99
+				if !validGitHubToken(v) {
+					if shannon(v[4:]) < 4.0 {
+						return
+					}
+					conf = 0.75
+				}
+				st.emit(d.id, d.cat, lo, hi, conf, v, maskPrefix(4))
+			})},
+		{id: "secret.twilio", cat: CategorySecret, desc: "Twilio API key SID (SK + 32 hex) or auth token near the word Twilio",
+			keywords: []string{"twilio"}, before: 300, after: 300,
+			window: regexWindow(twilio, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, m []int) {
+				if m[2] >= 0 {
+					lo, hi = m[2], m[3]
+				}
+				st.emit(d.id, d.cat, lo, hi, 0.85, string(st.text[lo:hi]), maskFixed)
+			})},
+		{id: "secret.sendgrid", cat: CategorySecret, desc: "SendGrid API key (SG.<22>.<43>)",
+			keywords: []string{"sg."}, after: 70, window: regexWindow(sendgrid, 0, isTokenByte, simple(0.95, 3, nil))},
+		{id: "secret.private_key", cat: CategorySecret, desc: "Private key block (PEM, OpenSSH, PGP): matching BEGIN/END labels, base64 body that decodes (ASN.1 or openssh-key-v1)",
+			keywords: []string{"-----begin "}, after: 16100, window: regexWindow(pem, 0, notToken, pemMatch)},
+		{id: "secret.jwt", cat: CategorySecret, desc: "JSON Web Token (header decodes to JSON with \"alg\")",
+			keywords: []string{"eyj"}, after: 14100,
+			window: regexWindow(jwt, 0, isB64URLByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				if !validJWT(v) {
+					return
+				}
+				conf := 0.9
+				if strings.HasSuffix(v, ".") {
+					conf = 0.7 // unsigned (alg none)
+				}
+				st.emit(d.id, d.cat, lo, hi, conf, v, maskPrefix(3))
+			})},
+		{id: "secret.connection_string", cat: CategorySecret, desc: "Password in a connection URI (scheme://user:password@host); the password is the finding",
+			keywords: []string{"://"}, hit: connStringHit},
+		{id: "secret.gcp_service_account", cat: CategorySecret, desc: "Google Cloud service account key file (JSON with type service_account and a private_key_id)",
+			keywords: []string{"\"service_account\""}, before: 3000, after: 3000,
+			window: regexWindow(gcp, 1, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				st.emit(d.id, d.cat, lo, hi, 0.95, string(st.text[lo:hi]), maskFixed)
+			})},
+		{id: "secret.generic", cat: CategorySecret, desc: "Secret assigned to a name such as password, secret, api_key, token, mot_de_passe (entropy floor, stop words)",
+			keywords: genericKeys, hit: genericHit},
+	}
+}
+
+// pemMatch validates a private key block: BEGIN and END labels agree and
+// the body (after armour headers, with literal \n escapes from JSON or
+// source code removed) is base64 that decodes to an ASN.1 sequence or an
+// openssh-key-v1 blob; PGP armour only needs to decode.
+func pemMatch(st *scanState, d *detector, lo, hi int, m []int) {
+	text := st.text
+	label := string(text[m[2]:m[3]])
+	if string(text[m[6]:m[7]]) != label {
+		return
+	}
+	body := text[m[4]:m[5]]
+	var b64 []byte
+	for _, line := range bytes.Split(bytes.ReplaceAll(body, []byte(`\n`), []byte("\n")), []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || bytes.Contains(line, []byte(":")) || (label == "PGP PRIVATE KEY BLOCK" && line[0] == '=') {
+			continue
+		}
+		b64 = append(b64, line...)
+	}
+	raw, err := base64.StdEncoding.DecodeString(string(b64))
+	if err != nil {
+		if raw, err = base64.RawStdEncoding.DecodeString(string(b64)); err != nil {
+			return
+		}
+	}
+	switch {
+	case label == "OPENSSH PRIVATE KEY":
+		if !bytes.HasPrefix(raw, []byte("openssh-key-v1\x00")) {
+			return
+		}
+	case label == "PGP PRIVATE KEY BLOCK":
+		if len(raw) < 16 {
+			return
+		}
+	default:
+		if len(raw) < 16 || raw[0] != 0x30 {
+			return
+		}
+	}
+	st.emit(d.id, d.cat, lo, hi, 0.99, string(b64), func(string) string { return "-----BEGIN " + label + "----- ****" })
+}
+
+var connSchemes = map[string]bool{
+	"postgres": true, "postgresql": true, "mysql": true, "mariadb": true, "mongodb": true, "mongodb+srv": true,
+	"redis": true, "rediss": true, "amqp": true, "amqps": true, "mssql": true, "sqlserver": true, "ftp": true,
+	"ftps": true, "sftp": true, "smtp": true, "smtps": true, "ldap": true, "ldaps": true, "http": true, "https": true,
+	"clickhouse": true, "cassandra": true, "couchdb": true, "neo4j": true, "nats": true, "oracle": true, "snowflake": true,
+}
+
+// connStringHit looks at scheme://user:password@host around a "://" hit.
+func connStringHit(st *scanState, d *detector, start, end int) {
+	text := st.text
+	s := start
+	for s > 0 && start-s < 24 && (isAlnum(text[s-1]) || text[s-1] == '+' || text[s-1] == '.' || text[s-1] == '-') {
+		s--
+	}
+	scheme := strings.ToLower(string(text[s:start]))
+	if strings.HasPrefix(scheme, "jdbc:") {
+		scheme = scheme[5:]
+	}
+	if !connSchemes[scheme] {
+		return
+	}
+	// userinfo up to '@' (before any '/', whitespace or quote)
+	i := end
+	colon, at := -1, -1
+	for ; i < len(text) && i-end < 400; i++ {
+		b := text[i]
+		if b == '@' {
+			at = i
+		}
+		if b == '/' || b == '?' || b == '#' || b <= ' ' || b == '"' || b == '\'' || b == '`' || b == '>' {
+			break
+		}
+		if b == ':' && colon < 0 && at < 0 {
+			colon = i
+		}
+	}
+	if colon < 0 || at < colon+1 {
+		return
+	}
+	plo, phi := colon+1, at
+	pw := string(text[plo:phi])
+	if placeholderValue(pw) {
+		return
+	}
+	host := string(text[at+1 : i])
+	if h, _, ok := strings.Cut(host, ":"); ok {
+		host = h
+	}
+	if !st.s.includeReserved && reservedDomain(host) {
+		return
+	}
+	conf := 0.8
+	if len(pw) >= 8 && shannon(pw) >= 3 {
+		conf = 0.9
+	}
+	st.emit(d.id, d.cat, plo, phi, conf, pw, maskFixed)
+}
+
+var genericKeys = []string{"password", "passwd", "pwd", "secret", "api_key", "apikey", "api-key", "access_token",
+	"auth_token", "client_secret", "token", "mot_de_passe", "motdepasse", "mdp", "passwort", "contrasena", "private_key",
+	"secret_key", "access_key"}
+
+// stopValues are values that sit in assignments without being secrets.
+var stopValues = []string{"password", "changeme", "change_me", "example", "placeholder", "secret", "your_password",
+	"yourpassword", "your-api-key", "your_api_key", "xxxxxxxx", "null", "none", "true", "false", "undefined",
+	"redacted", "notasecret", "dummy", "sample", "test1234", "password123", "motdepasse", "required", "optional",
+	"string", "token", "secret_key", "api_key", "process.env", "os.environ", "getenv"}
+
+func placeholderValue(v string) bool {
+	if len(v) < 4 {
+		return true
+	}
+	lv := strings.ToLower(v)
+	for _, s := range stopValues {
+		if lv == s || strings.Contains(lv, s+".") || (len(s) >= 7 && strings.Contains(lv, s)) {
+			return true
+		}
+	}
+	switch v[0] {
+	case '$', '<', '{', '%', '[', '(':
+		return true
+	}
+	if strings.Trim(v, "*xX.-_#") == "" || strings.Contains(v, "(") || strings.Contains(v, "{{") || strings.Contains(v, "${") {
+		return true
+	}
+	return false
+}
+
+// genericHit reads `key = value`, `key: "value"`, `"key": "value"` after a
+// keyword hit.
+func genericHit(st *scanState, d *detector, start, end int) {
+	text := st.text
+	i := end
+	for i < len(text) && i-end < 40 && (isWordByte(text[i]) || text[i] == '-' || text[i] == '.') {
+		i++ // rest of the key name: password_hash, api_key_prod
+	}
+	k := string(bytes.ToLower(text[start:i]))
+	if strings.Contains(k, "hash") || strings.Contains(k, "_len") || strings.Contains(k, "length") || strings.Contains(k, "policy") ||
+		strings.Contains(k, "reset") || strings.Contains(k, "expir") || strings.Contains(k, "file") || strings.Contains(k, "path") ||
+		strings.Contains(k, "url") || strings.Contains(k, "type") || strings.Contains(k, "name") || strings.Contains(k, "_id") {
+		return
+	}
+	if i < len(text) && (text[i] == '"' || text[i] == '\'') {
+		i++
+	}
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	switch {
+	case i+1 < len(text) && (string(text[i:i+2]) == ":=" || string(text[i:i+2]) == "=>"):
+		i += 2
+	case i < len(text) && (text[i] == '=' || text[i] == ':'):
+		i++
+	default:
+		return
+	}
+	if i < len(text) && text[i] == '=' {
+		return // == comparison
+	}
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	quote := byte(0)
+	if i < len(text) && (text[i] == '"' || text[i] == '\'' || text[i] == '`') {
+		quote = text[i]
+		i++
+	}
+	lo := i
+	for i < len(text) && i-lo < 130 {
+		b := text[i]
+		if quote != 0 {
+			if b == quote || b == '\n' {
+				break
+			}
+		} else if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' {
+			break
+		}
+		i++
+	}
+	hi := i
+	v := string(text[lo:hi])
+	if len(v) < 8 || len(v) > 128 || placeholderValue(v) || shannon(v) < 3.0 || charClasses(v) < 2 {
+		return
+	}
+	conf := 0.6
+	if shannon(v) >= 3.8 {
+		conf = 0.75
+	}
+	st.emit(d.id, d.cat, lo, hi, conf, v, maskFixed)
+}
+
+// charClasses counts lower, upper, digit and other characters present.
+func charClasses(v string) int {
+	var l, u, dg, o int
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c >= 'a' && c <= 'z':
+			l = 1
+		case c >= 'A' && c <= 'Z':
+			u = 1
+		case isDigit(c):
+			dg = 1
+		default:
+			o = 1
+		}
+	}
+	return l + u + dg + o
+}
