@@ -61,5 +61,8 @@ func chat(t testing.TB, client *http.Client, url, tenant, content string, maxTok
 	if err := json.Unmarshal(raw, &r); err != nil {
 		t.Fatalf("decoding %q: %v", raw, err)
 	}
+	if r.ID == "" {
+		r.ID = resp.Header.Get("X-Request-Id")
+	}
 	return resp.StatusCode, r
 }

@@ -152,6 +152,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 		}
 	}
 	if aerr != nil {
+		w.Header().Set("X-Request-Id", j.id)
 		writeError(w, aerr)
 	}
 	s.logRequest(r, j, out, aerr, time.Since(start))
@@ -289,7 +290,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*o
 		if !started {
 			return nil, aerr
 		}
-		return out, aerr // headers already sent; logged only
+		return out, nil // cannot happen after the first event; never write an error into a stream
 	}
 	if err := begin(); err != nil {
 		return out, nil
