@@ -1,0 +1,440 @@
+package classifiers
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Document is the result of ScanDocument.
+type Document struct {
+	// Name is the name ScanDocument was given.
+	Name string
+	// Kind is "text", "docx", "xlsx", "pptx" or "binary".
+	Kind string
+	// Text is the extracted text the findings' spans refer to. For Office
+	// files it is the body text followed, when the file carries a
+	// sensitivity label, by a line "Sensitivity label: <name>".
+	Text string
+	// Skipped is true when nothing was scanned (binary or unreadable file);
+	// Note says why.
+	Skipped bool
+	Note    string
+	// Findings in Text, sorted by Start.
+	Findings []Finding
+}
+
+// Limits against zip bombs and huge documents.
+const (
+	maxZipEntries   = 10000
+	maxXMLPartSize  = 64 << 20  // uncompressed bytes read from one part
+	maxExtracted    = 128 << 20 // total uncompressed bytes read from a document
+	binarySniffSize = 8 << 10
+)
+
+// ScanDocument extracts text from plain text or an Office Open XML file
+// (DOCX, XLSX, PPTX, with the Microsoft sensitivity label from
+// docProps/custom.xml) and scans it. Binary and unreadable files come back
+// Skipped with a Note, never as an error; errors are scan errors (a custom
+// pattern timeout, a cancelled context).
+func (s *Scanner) ScanDocument(ctx context.Context, name string, data []byte) (*Document, error) {
+	doc := &Document{Name: name}
+	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
+		text, kind, label, err := extractOffice(data)
+		if err != nil {
+			doc.Kind = "binary"
+			doc.Skipped = true
+			doc.Note = err.Error()
+			return doc, nil
+		}
+		doc.Kind = kind
+		var labelLo, labelHi int
+		if label != "" {
+			if text != "" && !strings.HasSuffix(text, "\n") {
+				text += "\n"
+			}
+			text += "Sensitivity label: "
+			labelLo = len(text)
+			text += label
+			labelHi = len(text)
+			text += "\n"
+		}
+		doc.Text = text
+		fs, err := s.ScanString(ctx, text)
+		if label != "" {
+			line := strings.Count(text[:labelLo], "\n") + 1
+			col := utf8.RuneCountInString(text[strings.LastIndexByte(text[:labelLo], '\n')+1:labelLo]) + 1
+			fs = append(fs, Finding{Detector: sensitivityLabelID, Category: CategoryMarker, Start: labelLo, End: labelHi,
+				Line: line, EndLine: line, Column: col, Confidence: 1, Preview: label, Hash: s.hash(strings.ToUpper(label))})
+			fs = sortFindings(fs)
+		}
+		doc.Findings = fs
+		return doc, err
+	}
+	if isBinary(data) {
+		doc.Kind = "binary"
+		doc.Skipped = true
+		doc.Note = "binary file"
+		return doc, nil
+	}
+	doc.Kind = "text"
+	doc.Text = string(data)
+	fs, err := s.Scan(ctx, data)
+	doc.Findings = fs
+	return doc, err
+}
+
+// isBinary sniffs the start of data: NUL bytes, or many control bytes or
+// invalid UTF-8 sequences, mean binary.
+func isBinary(data []byte) bool {
+	head := data[:min(len(data), binarySniffSize)]
+	if bytes.IndexByte(head, 0) >= 0 {
+		return true
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		r, size := utf8.DecodeRune(head[i:])
+		if (r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax) || (r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f' && r != 0x1b) {
+			bad++
+		}
+		i += size
+	}
+	return bad*10 > len(head)
+}
+
+// officeReader reads parts of an Office zip within the size limits.
+type officeReader struct {
+	files map[string]*zip.File
+	total int64
+}
+
+func (o *officeReader) read(name string) ([]byte, error) {
+	f, ok := o.files[name]
+	if !ok {
+		return nil, nil
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer rc.Close()
+	limit := min(int64(maxXMLPartSize), maxExtracted-o.total)
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: uncompressed size over the %d MiB limit (zip bomb?)", name, limit>>20)
+	}
+	o.total += int64(len(b))
+	return b, nil
+}
+
+// extractOffice returns the text, the kind and the sensitivity label name of
+// a DOCX, XLSX or PPTX.
+func extractOffice(data []byte) (text, kind, label string, err error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return "", "", "", errors.New("zip archive that cannot be read")
+	}
+	if len(zr.File) > maxZipEntries {
+		return "", "", "", fmt.Errorf("zip archive with %d entries (limit %d)", len(zr.File), maxZipEntries)
+	}
+	o := &officeReader{files: map[string]*zip.File{}}
+	for _, f := range zr.File {
+		o.files[f.Name] = f
+	}
+	var parts []string
+	var extract func([]byte) (string, error)
+	switch {
+	case o.files["word/document.xml"] != nil:
+		kind = "docx"
+		parts = append(parts, "word/document.xml")
+		parts = append(parts, matching(o.files, "word/header", "word/footer", "word/footnotes.xml", "word/endnotes.xml")...)
+		extract = func(b []byte) (string, error) { return xmlText(b, "t", "p", "tab", "br") }
+	case o.files["ppt/presentation.xml"] != nil:
+		kind = "pptx"
+		parts = matching(o.files, "ppt/slides/slide", "ppt/notesSlides/notesSlide")
+		extract = func(b []byte) (string, error) { return xmlText(b, "t", "p", "tab", "br") }
+	case o.files["xl/workbook.xml"] != nil:
+		kind = "xlsx"
+		text, err = xlsxText(o)
+		if err != nil {
+			return "", "", "", err
+		}
+	default:
+		return "", "", "", errors.New("zip archive that is not a DOCX, XLSX or PPTX")
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		b, err := o.read(p)
+		if err != nil {
+			return "", "", "", err
+		}
+		t, err := extract(b)
+		if err != nil {
+			return "", "", "", fmt.Errorf("%s: %w", p, err)
+		}
+		if t != "" {
+			sb.WriteString(t)
+			if !strings.HasSuffix(t, "\n") {
+				sb.WriteByte('\n')
+			}
+		}
+	}
+	if kind != "xlsx" {
+		text = sb.String()
+	}
+	cb, err := o.read("docProps/custom.xml")
+	if err != nil {
+		return "", "", "", err
+	}
+	if cb != nil {
+		label = sensitivityLabel(cb)
+	}
+	return text, kind, label, nil
+}
+
+// matching returns the part names starting with one of prefixes, in
+// natural order (slide2 before slide10).
+func matching(files map[string]*zip.File, prefixes ...string) []string {
+	var out []string
+	for n := range files {
+		for _, p := range prefixes {
+			if strings.HasPrefix(n, p) && strings.HasSuffix(n, ".xml") {
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return naturalLess(out[i], out[j]) })
+	return out
+}
+
+func naturalLess(a, b string) bool {
+	na, nb := trailingNum(a), trailingNum(b)
+	pa, pb := strings.TrimRight(strings.TrimSuffix(a, ".xml"), "0123456789"), strings.TrimRight(strings.TrimSuffix(b, ".xml"), "0123456789")
+	if pa != pb {
+		return pa < pb
+	}
+	return na < nb
+}
+
+func trailingNum(s string) int {
+	s = strings.TrimSuffix(s, ".xml")
+	i := len(s)
+	for i > 0 && isDigit(s[i-1]) {
+		i--
+	}
+	n, _ := strconv.Atoi(s[i:])
+	return n
+}
+
+// xmlText concatenates the character data of elements named textEl, with a
+// newline after each paraEl, a tab for tabEl and a newline for brEl (local
+// names, any namespace).
+func xmlText(b []byte, textEl, paraEl, tabEl, brEl string) (string, error) {
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	dec.Strict = false
+	var sb strings.Builder
+	inText := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", errors.New("malformed XML")
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			switch t.Name.Local {
+			case textEl:
+				inText++
+			case tabEl:
+				sb.WriteByte('\t')
+			case brEl:
+				sb.WriteByte('\n')
+			}
+		case xml.EndElement:
+			switch t.Name.Local {
+			case textEl:
+				inText--
+			case paraEl:
+				sb.WriteByte('\n')
+			}
+		case xml.CharData:
+			if inText > 0 {
+				sb.Write(t)
+			}
+		}
+	}
+	return sb.String(), nil
+}
+
+// xlsxText renders every worksheet as lines of tab-separated cells.
+func xlsxText(o *officeReader) (string, error) {
+	var shared []string
+	if b, err := o.read("xl/sharedStrings.xml"); err != nil {
+		return "", err
+	} else if b != nil {
+		dec := xml.NewDecoder(bytes.NewReader(b))
+		var cur strings.Builder
+		inT := false
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return "", errors.New("xl/sharedStrings.xml: malformed XML")
+			}
+			switch t := tok.(type) {
+			case xml.StartElement:
+				if t.Name.Local == "si" {
+					cur.Reset()
+				}
+				inT = t.Name.Local == "t"
+			case xml.EndElement:
+				if t.Name.Local == "si" {
+					shared = append(shared, cur.String())
+				}
+				inT = false
+			case xml.CharData:
+				if inT {
+					cur.Write(t)
+				}
+			}
+		}
+	}
+	var sb strings.Builder
+	for _, p := range matching(o.files, "xl/worksheets/sheet") {
+		b, err := o.read(p)
+		if err != nil {
+			return "", err
+		}
+		dec := xml.NewDecoder(bytes.NewReader(b))
+		var cellType string
+		var val strings.Builder
+		inV, first := false, true
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return "", fmt.Errorf("%s: malformed XML", p)
+			}
+			switch t := tok.(type) {
+			case xml.StartElement:
+				switch t.Name.Local {
+				case "row":
+					first = true
+				case "c":
+					cellType = ""
+					for _, a := range t.Attr {
+						if a.Name.Local == "t" {
+							cellType = a.Value
+						}
+					}
+					val.Reset()
+				case "v", "t":
+					inV = true
+				}
+			case xml.EndElement:
+				switch t.Name.Local {
+				case "v", "t":
+					inV = false
+				case "c":
+					v := val.String()
+					if cellType == "s" {
+						if i, err := strconv.Atoi(v); err == nil && i >= 0 && i < len(shared) {
+							v = shared[i]
+						}
+					}
+					if !first {
+						sb.WriteByte('\t')
+					}
+					sb.WriteString(v)
+					first = false
+				case "row":
+					sb.WriteByte('\n')
+				}
+			case xml.CharData:
+				if inV {
+					val.Write(t)
+				}
+			}
+		}
+		if sb.Len() > maxExtracted {
+			return "", errors.New("worksheet text over the size limit")
+		}
+	}
+	return sb.String(), nil
+}
+
+// sensitivityLabel reads docProps/custom.xml for Microsoft Information
+// Protection properties MSIP_Label_<guid>_Name (with _Enabled not "false")
+// and returns the label name.
+func sensitivityLabel(b []byte) string {
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	props := map[string]string{}
+	var name string
+	var val strings.Builder
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if t.Name.Local == "property" {
+				name = ""
+				for _, a := range t.Attr {
+					if a.Name.Local == "name" {
+						name = a.Value
+					}
+				}
+				val.Reset()
+				depth = 1
+			} else if depth > 0 {
+				depth++
+			}
+		case xml.EndElement:
+			if t.Name.Local == "property" {
+				if strings.HasPrefix(name, "MSIP_Label_") {
+					props[name] = strings.TrimSpace(val.String())
+				}
+				depth = 0
+			} else if depth > 0 {
+				depth--
+			}
+		case xml.CharData:
+			if depth > 0 {
+				val.Write(t)
+			}
+		}
+	}
+	var labels []string
+	for k, v := range props {
+		if !strings.HasSuffix(k, "_Name") || v == "" {
+			continue
+		}
+		base := strings.TrimSuffix(k, "_Name")
+		if strings.EqualFold(props[base+"_Enabled"], "false") {
+			continue
+		}
+		labels = append(labels, v)
+	}
+	sort.Strings(labels)
+	return strings.Join(labels, "; ")
+}
+
