@@ -1,0 +1,76 @@
+package fingerprint
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func BenchmarkFingerprint4MB(b *testing.B) {
+	text := []byte(prose(rand.New(rand.NewPCG(1, 2)), 4<<20))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Of(text, Options{})
+	}
+}
+
+func BenchmarkFingerprint4KB(b *testing.B) {
+	text := []byte(prose(rand.New(rand.NewPCG(1, 2)), 4<<10))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Of(text, Options{})
+	}
+}
+
+// BenchmarkMemoryStorePerExchange records exchanges of a 4 KB request and
+// a 1 KB response and reports the heap held per remembered exchange.
+func BenchmarkMemoryStorePerExchange(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n = 2000
+	exchanges := make([][]uint64, n)
+	for i := range exchanges {
+		fps := OfString(prose(r, 4<<10)+" "+prose(r, 1<<10), Options{})
+		exchanges[i] = Hashes(fps)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	var perEx, fpsPer float64
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s := NewMemoryStore(MemoryOptions{})
+		for i, h := range exchanges {
+			_ = s.Record(ctx, fmt.Sprintf("%032x", i), h, time.Hour)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		_, entries := s.Len()
+		perEx = float64(after.HeapAlloc-before.HeapAlloc) / n
+		fpsPer = float64(entries) / n
+		runtime.KeepAlive(s)
+	}
+	b.ReportMetric(perEx, "heapB/exchange")
+	b.ReportMetric(fpsPer, "fps/exchange")
+}
+
+func BenchmarkMemoryStoreLookup(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	s := NewMemoryStore(MemoryOptions{})
+	var probe []uint64
+	for i := 0; i < 1000; i++ {
+		h := Hashes(OfString(prose(r, 4<<10), Options{}))
+		_ = s.Record(ctx, fmt.Sprint(i), h, time.Hour)
+		probe = h
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = s.Lookup(ctx, probe)
+	}
+}

@@ -1,0 +1,366 @@
+// Package fingerprint computes winnowed k-gram fingerprints of text and keeps
+// them in a [Store] so that text shared between exchanges can be found.
+//
+// # Model
+//
+// Winnowing (Schleimer, Wilkerson, Aiken, "Winnowing: local algorithms for
+// document fingerprinting", SIGMOD 2003) hashes every k-gram (run of K
+// consecutive bytes) of a normalised text and, in every window of W
+// consecutive k-gram hashes, selects the minimum (the rightmost one on
+// ties, "robust winnowing"); the selected hashes are the text's
+// fingerprints. Because the selection only depends on the window, two texts
+// that share a run of at least t = K + W - 1 normalised bytes always share at
+// least one fingerprint (the guarantee threshold, [Options.Guarantee]), and
+// a shared run of K + n·W - 1 bytes always yields at least n shared
+// fingerprints, consecutive in both texts. Runs shorter than K are never
+// detected (the noise threshold).
+//
+// Normalisation folds case (Unicode simple lower case), collapses every run
+// of white space into one space and drops leading white space; with
+// [Options.StripPunctuation] ASCII punctuation counts as white space too.
+// The guarantees above are in bytes of the normalised text: a fragment of
+// ordinary prose loses at most one byte at each end to whitespace
+// collapsing, so with the defaults (K = 16, W = 16, t = 31) a 64-byte
+// fragment shared verbatim always yields at least one shared fingerprint and,
+// when it normalises to 47 bytes or more, at least two consecutive ones.
+//
+// Hashes are a polynomial rolling hash over the k-gram (one multiply-add per
+// byte), passed through a 64-bit finaliser mixed with [Options.Seed]. The
+// seed makes stored fingerprints useless to anyone who does not know it for
+// guessing text by dictionary; it is not a MAC. Every process sharing a
+// store must use the same options.
+package fingerprint
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Default winnowing parameters.
+const (
+	DefaultK      = 16
+	DefaultWindow = 16
+)
+
+// Options configure fingerprinting. The zero value uses the defaults.
+type Options struct {
+	// K is the k-gram length in normalised bytes; 0 means DefaultK.
+	K int
+	// Window is the winnowing window in k-grams; 0 means DefaultWindow.
+	Window int
+	// Seed is mixed into every hash.
+	Seed uint64
+	// StripPunctuation treats ASCII punctuation as white space.
+	StripPunctuation bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.K <= 0 {
+		o.K = DefaultK
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	return o
+}
+
+// Guarantee returns t = K + W - 1: texts sharing a run of at least t
+// normalised bytes share at least one fingerprint.
+func (o Options) Guarantee() int {
+	o = o.withDefaults()
+	return o.K + o.Window - 1
+}
+
+// Span returns the number of normalised bytes a shared run needs to yield n
+// consecutive shared fingerprints: K + n·W - 1.
+func (o Options) Span(n int) int {
+	o = o.withDefaults()
+	if n < 1 {
+		n = 1
+	}
+	return o.K + n*o.Window - 1
+}
+
+// Fingerprint is one selected k-gram hash.
+type Fingerprint struct {
+	// Hash is the k-gram's hash.
+	Hash uint64
+	// Offset is the byte offset, in the input as written (not normalised),
+	// of the k-gram's first byte.
+	Offset int
+	// End is the byte offset in the input just after the k-gram's last
+	// byte.
+	End int
+}
+
+const base = 0x100000001b3 // odd multiplier of the rolling hash
+
+type cand struct {
+	hash uint64
+	idx  int // k-gram index
+}
+
+// Winnower fingerprints a text written to it in pieces, as a stream
+// arrives: the fingerprints of the pieces written so far are exactly those
+// of their concatenation. A Winnower is not safe for concurrent use.
+type Winnower struct {
+	k, w   int
+	seed   uint64
+	strip  bool
+	pow    uint64 // base^k
+	h      uint64
+	mask   int    // len(ring)-1; the ring holds at least k+w normalised bytes
+	ring   []byte // last normalised bytes, by normalised index & mask
+	offs   []int  // input offset of each of them
+	n      int    // normalised bytes so far
+	space  bool   // last normalised byte was a space (or nothing yet)
+	in     int    // input bytes consumed so far
+	pend   [utf8.UTFMax]byte
+	npend  int
+	dq     []cand // monotone deque (ring of len dqMask+1 >= w+1)
+	dqMask int
+	dqHead int
+	dqLen  int
+	last   int // k-gram index of the last selected fingerprint, -1 none
+	out    []Fingerprint
+}
+
+// NewWinnower returns a Winnower with opts.
+func NewWinnower(opts Options) *Winnower {
+	opts = opts.withDefaults()
+	w := &Winnower{k: opts.K, w: opts.Window, seed: opts.Seed, strip: opts.StripPunctuation}
+	w.pow = 1
+	for i := 0; i < w.k; i++ {
+		w.pow *= base
+	}
+	size := 1
+	for size < w.k+w.w+1 {
+		size <<= 1
+	}
+	w.mask = size - 1
+	w.ring = make([]byte, size)
+	w.offs = make([]int, size)
+	size = 1
+	for size < w.w+1 {
+		size <<= 1
+	}
+	w.dqMask = size - 1
+	w.dq = make([]cand, size)
+	w.Reset()
+	return w
+}
+
+// Reset forgets everything written so far.
+func (w *Winnower) Reset() {
+	w.h, w.n, w.in, w.npend = 0, 0, 0, 0
+	w.space = true
+	w.dqHead, w.dqLen = 0, 0
+	w.last = -1
+	w.out = w.out[:0]
+}
+
+// Written returns the number of input bytes written so far.
+func (w *Winnower) Written() int { return w.in }
+
+// Write feeds p. It never fails; it implements io.Writer.
+func (w *Winnower) Write(p []byte) (int, error) {
+	n := len(p)
+	if w.npend > 0 {
+		// Complete a rune split across writes.
+		for len(p) > 0 && w.npend < utf8.UTFMax && !utf8.FullRune(w.pend[:w.npend]) {
+			w.pend[w.npend] = p[0]
+			w.npend++
+			p = p[1:]
+		}
+		if !utf8.FullRune(w.pend[:w.npend]) {
+			return n, nil
+		}
+		r, size := utf8.DecodeRune(w.pend[:w.npend])
+		if r == utf8.RuneError && size == 1 {
+			w.push(w.pend[0], w.in)
+			w.space = false
+		} else {
+			w.rune(r, w.in)
+		}
+		w.in += size
+		// Pending bytes beyond the rune (only when they were invalid)
+		// start the next runes: feed them again.
+		var rest [utf8.UTFMax]byte
+		m := copy(rest[:], w.pend[size:w.npend])
+		w.npend = 0
+		w.feed(rest[:m])
+		if w.npend > 0 {
+			// The re-fed bytes end in another incomplete rune.
+			_, _ = w.Write(p)
+			return n, nil
+		}
+	}
+	w.feed(p)
+	return n, nil
+}
+
+// WriteString is Write for a string.
+func (w *Winnower) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
+func (w *Winnower) feed(p []byte) {
+	for i := 0; i < len(p); {
+		c := p[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+				w.push(c, w.in)
+				w.space = false
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+				if !w.space {
+					w.push(' ', w.in)
+					w.space = true
+				}
+			case 'A' <= c && c <= 'Z':
+				w.push(c+'a'-'A', w.in)
+				w.space = false
+			case w.strip && isPunct(c):
+				w.spaceAt(w.in)
+			default:
+				w.push(c, w.in)
+				w.space = false
+			}
+			w.in++
+			i++
+			continue
+		}
+		if !utf8.FullRune(p[i:]) {
+			w.npend = copy(w.pend[:], p[i:])
+			return
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if r == utf8.RuneError && size == 1 {
+			// Invalid byte: keep it as is, so invalid input still
+			// fingerprints deterministically.
+			w.push(p[i], w.in)
+			w.space = false
+			w.in++
+			i++
+			continue
+		}
+		w.rune(r, w.in)
+		w.in += size
+		i += size
+	}
+}
+
+func (w *Winnower) rune(r rune, off int) {
+	if r == utf8.RuneError {
+		w.push(0xEF, off)
+		w.push(0xBF, off)
+		w.push(0xBD, off)
+		w.space = false
+		return
+	}
+	if unicode.IsSpace(r) {
+		w.spaceAt(off)
+		return
+	}
+	r = unicode.ToLower(r)
+	var buf [utf8.UTFMax]byte
+	m := utf8.EncodeRune(buf[:], r)
+	for j := 0; j < m; j++ {
+		w.push(buf[j], off)
+	}
+	w.space = false
+}
+
+func (w *Winnower) spaceAt(off int) {
+	if w.space {
+		return
+	}
+	w.push(' ', off)
+	w.space = true
+}
+
+func isPunct(c byte) bool {
+	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
+}
+
+// push adds one normalised byte at input offset off.
+func (w *Winnower) push(c byte, off int) {
+	n := w.n
+	w.ring[n&w.mask] = c
+	w.offs[n&w.mask] = off
+	w.n = n + 1
+	h := w.h*base + uint64(c) + 1
+	if n < w.k {
+		w.h = h
+		if n+1 < w.k {
+			return
+		}
+	} else {
+		h -= (uint64(w.ring[(n-w.k)&w.mask]) + 1) * w.pow // the byte leaving
+		w.h = h
+	}
+	// k-gram index n+1-k just completed; run one step of robust winnowing
+	// with a monotone deque.
+	idx := n + 1 - w.k
+	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
+	x ^= x >> 32
+	m := w.dqMask
+	for w.dqLen > 0 && w.dq[(w.dqHead+w.dqLen-1)&m].hash >= x {
+		w.dqLen-- // not smaller: the rightmost minimum wins ties
+	}
+	w.dq[(w.dqHead+w.dqLen)&m] = cand{x, idx}
+	w.dqLen++
+	if w.dq[w.dqHead].idx <= idx-w.w {
+		w.dqHead = (w.dqHead + 1) & m // left the window
+		w.dqLen--
+	}
+	if idx < w.w-1 {
+		return // no full window yet
+	}
+	if front := w.dq[w.dqHead]; front.idx != w.last {
+		w.last = front.idx
+		w.out = append(w.out, Fingerprint{
+			Hash:   front.hash,
+			Offset: w.offs[front.idx&w.mask],
+			End:    w.offs[(front.idx+w.k-1)&w.mask] + 1,
+		})
+	}
+}
+
+// Take returns the fingerprints selected since the last Take (or Reset) and
+// forgets them. The slice is the caller's.
+func (w *Winnower) Take() []Fingerprint {
+	if len(w.out) == 0 {
+		return nil
+	}
+	out := make([]Fingerprint, len(w.out))
+	copy(out, w.out)
+	w.out = w.out[:0]
+	return out
+}
+
+// Of returns the fingerprints of text in order of position.
+func Of(text []byte, opts Options) []Fingerprint {
+	w := NewWinnower(opts)
+	// Rough capacity: the expected density of winnowing is 2/(W+1).
+	w.out = make([]Fingerprint, 0, 2*len(text)/(w.w+1)+1)
+	w.feed(text)
+	out := w.out
+	w.out = nil
+	return out
+}
+
+// OfString is Of for a string.
+func OfString(text string, opts Options) []Fingerprint { return Of([]byte(text), opts) }
+
+// Hashes returns the hashes of fps, in order, without duplicates.
+func Hashes(fps []Fingerprint) []uint64 {
+	seen := make(map[uint64]struct{}, len(fps))
+	out := make([]uint64, 0, len(fps))
+	for _, f := range fps {
+		if _, ok := seen[f.Hash]; ok {
+			continue
+		}
+		seen[f.Hash] = struct{}{}
+		out = append(out, f.Hash)
+	}
+	return out
+}
