@@ -1,0 +1,271 @@
+package policies
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aishield/aishield/classifiers"
+)
+
+// Severity says how bad a diagnostic is.
+type Severity string
+
+// Diagnostic severities. Errors fail `aishield policy lint`; warnings do not.
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+)
+
+// Diagnostic is one problem Lint found, naming the file, the field and the
+// rule code.
+type Diagnostic struct {
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	File     string   `json:"file"`
+	Field    string   `json:"field,omitempty"`
+	Message  string   `json:"message"`
+}
+
+// String renders the diagnostic as "file: field: severity[code]: message".
+func (d Diagnostic) String() string {
+	loc := d.File
+	if d.Field != "" {
+		loc += ": " + d.Field
+	}
+	return fmt.Sprintf("%s: %s[%s]: %s", loc, d.Severity, d.Code, d.Message)
+}
+
+// LintRule documents one lint rule.
+type LintRule struct {
+	Code        string
+	Severity    Severity
+	Description string
+}
+
+// LintRules lists the rules Lint checks beyond the loader's own checks
+// (whose codes are reported with severity error), in a stable order.
+func LintRules() []LintRule {
+	return []LintRule{
+		{"shared-without-contract", SeverityError, `a destination on shared infrastructure may not receive data above the "internal" level (the lowest level when there is none) unless a contract covers it`},
+		{"unknown-detector", SeverityError, "a detector ID or glob in classify or scan.detectors matches no built-in detector and no custom rule"},
+		{"pattern-timeout", SeverityError, "a custom regexp2 pattern exceeds the probe timeout on a pathological input (long runs of one character followed by a mismatch): catastrophic backtracking"},
+		{"shadowed-destination", SeverityWarning, "an earlier destination matches everything this one matches, so Match never selects it"},
+		{"conflicting-mapping", SeverityWarning, "the same detector ID or glob is mapped to two different levels; the earlier rule wins"},
+		{"capacity-unset", SeverityWarning, "a shared destination has no max_input_tokens: over-long requests are not refused before they reach it"},
+		{"open-default", SeverityWarning, "the default destination accepts the highest level: unknown destinations receive anything"},
+	}
+}
+
+// LintOptions configures Lint.
+type LintOptions struct {
+	// ProbeTimeout bounds each probe match of a custom pattern; default
+	// 200ms. A pattern that exceeds it on a probe is reported.
+	ProbeTimeout time.Duration
+}
+
+// DefaultProbeTimeout is LintOptions.ProbeTimeout's default.
+const DefaultProbeTimeout = 200 * time.Millisecond
+
+// LintFile loads the policy file at path and lints it. A file that does not
+// load yields its load problems as error diagnostics (code "io" when the
+// file cannot be read).
+func LintFile(ctx context.Context, path string, opts LintOptions) []Diagnostic {
+	p, err := Load(path)
+	if err != nil {
+		return loadDiagnostics(path, err)
+	}
+	return Lint(ctx, p, opts)
+}
+
+// loadDiagnostics turns a load error into diagnostics.
+func loadDiagnostics(file string, err error) []Diagnostic {
+	var le *LoadError
+	if errors.As(err, &le) {
+		out := make([]Diagnostic, 0, len(le.Problems))
+		for _, p := range le.Problems {
+			out = append(out, Diagnostic{Code: p.Code, Severity: SeverityError, File: p.File, Field: p.Field, Message: p.Message})
+		}
+		return out
+	}
+	return []Diagnostic{{Code: "io", Severity: SeverityError, File: file, Message: err.Error()}}
+}
+
+// Lint checks a loaded policy against [LintRules] and returns the
+// diagnostics sorted by field. ctx bounds the pattern probes.
+func Lint(ctx context.Context, p *Policy, opts LintOptions) []Diagnostic {
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = DefaultProbeTimeout
+	}
+	var out []Diagnostic
+	add := func(code, field, format string, args ...any) {
+		sev := SeverityError
+		for _, r := range LintRules() {
+			if r.Code == code {
+				sev = r.Severity
+			}
+		}
+		out = append(out, Diagnostic{Code: code, Severity: sev, File: p.Source, Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+
+	// shared-without-contract
+	limit, limitName := 0, ""
+	if i := p.Rank("internal"); i >= 0 {
+		limit, limitName = i, "internal"
+	} else if len(p.Levels) > 0 {
+		limitName = p.Levels[0]
+	}
+	for _, d := range append(slices.Clone(p.Destinations), p.Default) {
+		if d.Shared && !d.Contract && p.Rank(d.MaxLevel) > limit {
+			add("shared-without-contract", d.Field+".max_level",
+				"destination %s is on shared infrastructure without a contract but may receive %s data (above %s)", d.Name, d.MaxLevel, limitName)
+		}
+	}
+
+	// unknown-detector
+	ids := make([]string, 0, 64)
+	for _, b := range classifiers.Builtins() {
+		ids = append(ids, b.ID)
+	}
+	builtinIDs := slices.Clone(ids)
+	for _, c := range p.Custom {
+		ids = append(ids, c.ID)
+	}
+	matchesAny := func(pat string, in []string) bool {
+		return slices.ContainsFunc(in, func(id string) bool { return globMatch(pat, id) })
+	}
+	for _, r := range p.Classify {
+		for j, pat := range r.Detectors {
+			if !matchesAny(pat, ids) {
+				add("unknown-detector", fmt.Sprintf("%s.detectors[%d]", r.Field, j), "%q matches no built-in detector and no custom rule", pat)
+			}
+		}
+	}
+	for j, pat := range p.Detectors {
+		if !matchesAny(pat, builtinIDs) {
+			add("unknown-detector", fmt.Sprintf("scan.detectors[%d]", j), "%q matches no built-in detector", pat)
+		}
+	}
+
+	// conflicting-mapping
+	firstLevel := map[string]LevelRule{}
+	for _, r := range p.Classify {
+		for j, pat := range r.Detectors {
+			if prev, ok := firstLevel[pat]; ok && prev.Level != r.Level {
+				add("conflicting-mapping", fmt.Sprintf("%s.detectors[%d]", r.Field, j),
+					"%q is already mapped to %s by %s; this mapping to %s never applies", pat, prev.Level, prev.Field, r.Level)
+			} else if !ok {
+				firstLevel[pat] = r
+			}
+		}
+	}
+
+	// pattern-timeout
+	for i, c := range p.Custom {
+		if c.Pattern == "" {
+			continue
+		}
+		if probe, ok := patternTimesOut(ctx, c.CustomRule, opts.ProbeTimeout); ok {
+			field := fmt.Sprintf("custom[%d].pattern", i)
+			if i < len(p.fields.custom) {
+				field = p.fields.custom[i] + ".pattern"
+			}
+			add("pattern-timeout", field, "rule %s: pattern exceeds %v on %s: it backtracks catastrophically", c.ID, opts.ProbeTimeout, probe)
+		}
+	}
+
+	// shadowed-destination
+	for j, d := range p.Destinations {
+		if !d.matchable() {
+			continue
+		}
+		for _, e := range p.Destinations[:j] {
+			if e.matchable() && covers(e, d) {
+				add("shadowed-destination", d.Field, "destination %s is never matched: %s (%s) comes first and matches everything it matches", d.Name, e.Name, e.Field)
+				break
+			}
+		}
+	}
+
+	// capacity-unset
+	for _, d := range p.Destinations {
+		if d.Shared && d.MaxInputTokens == 0 {
+			add("capacity-unset", d.Field+".max_input_tokens",
+				"destination %s is shared but declares no max_input_tokens: set it to the real capacity, not the advertised context", d.Name)
+		}
+	}
+
+	// open-default
+	if len(p.Levels) > 0 && p.Default.MaxLevel == p.Levels[len(p.Levels)-1] {
+		add("open-default", "default.max_level", "the default destination accepts %s, the highest level", p.Default.MaxLevel)
+	}
+
+	sortDiagnostics(out)
+	return out
+}
+
+func sortDiagnostics(ds []Diagnostic) {
+	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
+		return cmp.Or(strings.Compare(a.File, b.File), compareFieldPaths(a.Field, b.Field), strings.Compare(a.Code, b.Code))
+	})
+}
+
+// covers reports whether every request d matches is also matched by e.
+func covers(e, d *Destination) bool {
+	if e.BaseURL != "" && (d.BaseURL == "" || !urlHasPrefix(d.BaseURL, e.BaseURL)) {
+		return false
+	}
+	if e.Provider != "" && !strings.EqualFold(e.Provider, d.Provider) {
+		return false
+	}
+	return globCovers(e.Model, d.Model)
+}
+
+// probeRuns are the characters of the pathological probes: long runs of
+// each, followed by a character that makes the match fail, force a
+// backtracking engine through every way a nested or overlapping quantifier
+// can split the run.
+var probeRuns = []string{"a", "0", " ", "A", "_", "-", ".", "a0", "\t"}
+
+// probeLengths are the run lengths probed: a short run catches exponential
+// backtracking, a long one polynomial blow-ups.
+var probeLengths = []int{48, 4096}
+
+// patternTimesOut runs rule's pattern on the probes through a real scanner
+// with timeout as match timeout and reports the first probe that times out,
+// described without its content.
+func patternTimesOut(ctx context.Context, rule classifiers.CustomRule, timeout time.Duration) (string, bool) {
+	rule.Validator = "" // time the pattern, not the validator
+	opts := classifiers.Options{Custom: []classifiers.CustomRule{rule}, MatchTimeout: timeout, HashKey: []byte("lint-probe")}
+	if b := classifiers.Builtins(); len(b) > 0 {
+		opts.Detectors = []string{b[0].ID}
+	}
+	s, err := classifiers.New(opts)
+	if err != nil {
+		return "", false // compile errors are the loader's to report
+	}
+	prefix := ""
+	if len(rule.Keywords) > 0 {
+		prefix = rule.Keywords[0] + " "
+	}
+	for _, n := range probeLengths {
+		for _, run := range probeRuns {
+			for _, end := range []string{"!", "\x01"} {
+				if ctx.Err() != nil {
+					return "", false
+				}
+				probe := prefix + strings.Repeat(run, n/len(run)) + end
+				_, err := s.ScanString(ctx, probe)
+				var te *classifiers.TimeoutError
+				if errors.As(err, &te) {
+					return fmt.Sprintf("%d×%q followed by %q", n/len(run), run, end), true
+				}
+			}
+		}
+	}
+	return "", false
+}

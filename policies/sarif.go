@@ -1,0 +1,270 @@
+package policies
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/aishield/aishield/classifiers"
+)
+
+// SARIFFile is one scanned file for WriteSARIF.
+type SARIFFile struct {
+	// Path is the file's path relative to the repository root; it is
+	// written with forward slashes.
+	Path string
+	// Findings are the file's findings.
+	Findings []classifiers.Finding
+}
+
+// SARIFOptions configures WriteSARIF.
+type SARIFOptions struct {
+	// ToolVersion is the aishield version written as the driver version.
+	ToolVersion string
+	// Policy, when set, gives each finding its level; Destination, when
+	// also set, makes findings the destination may not receive errors and
+	// the rest notes.
+	Policy      *Policy
+	Destination *Destination
+}
+
+// sarif types: the subset of SARIF 2.1.0 GitHub code scanning reads.
+type (
+	sarifLog struct {
+		Schema  string     `json:"$schema"`
+		Version string     `json:"version"`
+		Runs    []sarifRun `json:"runs"`
+	}
+	sarifRun struct {
+		Tool       sarifTool     `json:"tool"`
+		ColumnKind string        `json:"columnKind"`
+		Results    []sarifResult `json:"results"`
+	}
+	sarifTool struct {
+		Driver sarifDriver `json:"driver"`
+	}
+	sarifDriver struct {
+		Name           string      `json:"name"`
+		Version        string      `json:"version,omitempty"`
+		InformationURI string      `json:"informationUri"`
+		Rules          []sarifRule `json:"rules"`
+	}
+	sarifRule struct {
+		ID                   string            `json:"id"`
+		Name                 string            `json:"name"`
+		ShortDescription     sarifText         `json:"shortDescription"`
+		FullDescription      sarifText         `json:"fullDescription"`
+		Help                 sarifText         `json:"help"`
+		DefaultConfiguration sarifRuleConfig   `json:"defaultConfiguration"`
+		Properties           sarifRuleProperty `json:"properties"`
+	}
+	sarifText struct {
+		Text string `json:"text"`
+	}
+	sarifRuleConfig struct {
+		Level string `json:"level"`
+	}
+	sarifRuleProperty struct {
+		Tags             []string `json:"tags"`
+		SecuritySeverity string   `json:"security-severity"`
+		Precision        string   `json:"precision"`
+	}
+	sarifResult struct {
+		RuleID              string            `json:"ruleId"`
+		RuleIndex           int               `json:"ruleIndex"`
+		Level               string            `json:"level"`
+		Message             sarifText         `json:"message"`
+		Locations           []sarifLocation   `json:"locations"`
+		PartialFingerprints map[string]string `json:"partialFingerprints,omitempty"`
+	}
+	sarifLocation struct {
+		PhysicalLocation sarifPhysical `json:"physicalLocation"`
+	}
+	sarifPhysical struct {
+		ArtifactLocation sarifArtifact `json:"artifactLocation"`
+		Region           sarifRegion   `json:"region"`
+	}
+	sarifArtifact struct {
+		URI       string `json:"uri"`
+		URIBaseID string `json:"uriBaseId"`
+	}
+	sarifRegion struct {
+		StartLine   int `json:"startLine"`
+		StartColumn int `json:"startColumn"`
+		EndLine     int `json:"endLine"`
+	}
+)
+
+// SARIFFingerprintKey is the partialFingerprints key under which each
+// result carries its finding's keyed hash. Hashes are stable across runs only
+// when the scanner's hash key is.
+const SARIFFingerprintKey = "aishieldValueHash/v1"
+
+// WriteSARIF writes a SARIF 2.1.0 log of files' findings that GitHub code
+// scanning accepts: one rule per detector found, one result per finding
+// with its location (line, column in code points, end line) and the
+// finding's keyed hash as partial fingerprint. No value, not even a masked
+// preview, is written. Output is deterministic for equal input.
+func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
+	descs := map[string]classifiers.DetectorInfo{}
+	for _, b := range classifiers.Builtins() {
+		descs[b.ID] = b
+	}
+	if opts.Policy != nil {
+		for _, c := range opts.Policy.Custom {
+			descs[c.ID] = classifiers.DetectorInfo{ID: c.ID, Category: classifiers.CategoryCustom, Description: c.Description}
+		}
+	}
+	sorted := slices.Clone(files)
+	slices.SortStableFunc(sorted, func(a, b SARIFFile) int { return strings.Compare(a.Path, b.Path) })
+
+	ruleIndex := map[string]int{}
+	var ids []string
+	cats := map[string]classifiers.Category{}
+	for _, f := range sorted {
+		for _, fd := range f.Findings {
+			if _, ok := ruleIndex[fd.Detector]; !ok {
+				ruleIndex[fd.Detector] = -1
+				ids = append(ids, fd.Detector)
+				cats[fd.Detector] = fd.Category
+			}
+		}
+	}
+	slices.Sort(ids)
+	rules := make([]sarifRule, 0, len(ids))
+	for i, id := range ids {
+		ruleIndex[id] = i
+		info, ok := descs[id]
+		if !ok {
+			info = classifiers.DetectorInfo{ID: id, Category: cats[id]}
+		}
+		if info.Description == "" {
+			info.Description = "Sensitive data found by " + id
+		}
+		level, sev := sarifLevel(opts, id, info.Category)
+		help := fmt.Sprintf("aishield detector %s (%s). %s.", id, info.Category, strings.TrimSuffix(info.Description, "."))
+		if opts.Policy != nil {
+			l, _, _ := opts.Policy.LevelOf(id)
+			help += fmt.Sprintf(" Policy %s classifies it as %s.", opts.Policy.Name, l)
+		}
+		rules = append(rules, sarifRule{
+			ID: id, Name: ruleName(id),
+			ShortDescription:     sarifText{Text: info.Description},
+			FullDescription:      sarifText{Text: info.Description},
+			Help:                 sarifText{Text: help},
+			DefaultConfiguration: sarifRuleConfig{Level: level},
+			Properties:           sarifRuleProperty{Tags: []string{"security", string(info.Category)}, SecuritySeverity: sev, Precision: "high"},
+		})
+	}
+
+	results := []sarifResult{}
+	for _, f := range sorted {
+		uri := filepath.ToSlash(f.Path)
+		fs := slices.Clone(f.Findings)
+		slices.SortStableFunc(fs, func(a, b classifiers.Finding) int {
+			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), strings.Compare(a.Detector, b.Detector))
+		})
+		for _, fd := range fs {
+			level, _ := sarifLevel(opts, fd.Detector, fd.Category)
+			r := sarifResult{
+				RuleID: fd.Detector, RuleIndex: ruleIndex[fd.Detector], Level: level,
+				Message: sarifText{Text: sarifMessage(opts, fd)},
+				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
+					ArtifactLocation: sarifArtifact{URI: uri, URIBaseID: "%SRCROOT%"},
+					Region:           sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
+				}}},
+			}
+			if fd.Hash != "" {
+				r.PartialFingerprints = map[string]string{SARIFFingerprintKey: fd.Hash}
+			}
+			results = append(results, r)
+		}
+	}
+	log := sarifLog{
+		Schema:  "https://json.schemastore.org/sarif-2.1.0.json",
+		Version: "2.1.0",
+		Runs: []sarifRun{{
+			Tool: sarifTool{Driver: sarifDriver{
+				Name: "aishield", Version: opts.ToolVersion,
+				InformationURI: "https://github.com/aishield/aishield", Rules: rules,
+			}},
+			ColumnKind: "unicodeCodePoints",
+			Results:    results,
+		}},
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(log)
+}
+
+// sarifLevel gives a detector's SARIF level and GitHub security severity.
+func sarifLevel(opts SARIFOptions, id string, cat classifiers.Category) (level, severity string) {
+	p := opts.Policy
+	if p == nil {
+		switch cat {
+		case classifiers.CategorySecret:
+			return "error", "9.0"
+		case classifiers.CategoryPII:
+			return "warning", "6.0"
+		}
+		return "note", "3.0"
+	}
+	_, rank, _ := p.LevelOf(id)
+	sev := "3.0"
+	if n := len(p.Levels); n > 1 {
+		sev = fmt.Sprintf("%.1f", 1+8*float64(max(rank, 0))/float64(n-1))
+	}
+	if d := opts.Destination; d != nil {
+		if p.ActionFor(d, id) != ActionAllow {
+			return "error", sev
+		}
+		return "note", sev
+	}
+	switch {
+	case rank == len(p.Levels)-1:
+		return "error", sev
+	case rank > 0:
+		return "warning", sev
+	}
+	return "note", sev
+}
+
+func sarifMessage(opts SARIFOptions, fd classifiers.Finding) string {
+	p := opts.Policy
+	if p == nil {
+		return fmt.Sprintf("%s: %s value found (confidence %.2f); the value is not reproduced here.", fd.Detector, fd.Category, fd.Confidence)
+	}
+	level, _, _ := p.LevelOf(fd.Detector)
+	if d := opts.Destination; d != nil {
+		switch a := p.ActionFor(d, fd.Detector); a {
+		case ActionAllow:
+			return fmt.Sprintf("%s (%s) may be sent to %s (max level %s).", fd.Detector, level, d.Name, d.MaxLevel)
+		default:
+			return fmt.Sprintf("%s (%s) may not be sent to %s (max level %s): %s.", fd.Detector, level, d.Name, d.MaxLevel, a)
+		}
+	}
+	return fmt.Sprintf("%s (%s under policy %s); the value is not reproduced here.", fd.Detector, level, p.Name)
+}
+
+// ruleName turns "secret.github_token" into "SecretGithubToken".
+func ruleName(id string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range id {
+		if r == '.' || r == '_' || r == '-' {
+			up = true
+			continue
+		}
+		if up && r >= 'a' && r <= 'z' {
+			r -= 'a' - 'A'
+		}
+		up = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}

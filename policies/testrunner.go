@@ -1,0 +1,418 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+
+	"github.com/aishield/aishield/classifiers"
+)
+
+// A policy test file is YAML:
+//
+//	policy: default            # a preset name, or a policy file relative to this file
+//	cases:
+//	  - name: e-mail to openai is redacted
+//	    destination: openai    # a destination name; "default" when omitted
+//	    input: "Write to jane.doe@acme-corp.com"   # or file: samples/x.docx
+//	    tokens: 900000         # optional token count; estimated when omitted
+//	    expect:
+//	      action: redact       # allow, redact or block (required)
+//	      level: confidential  # optional; "none" when nothing may be found
+//	      detectors: [pii.email]   # optional; the exact set of detectors found
+//	      over_capacity: false     # optional
+
+type rawTestFile struct {
+	Policy string        `mapstructure:"policy"`
+	Cases  []rawTestCase `mapstructure:"cases"`
+}
+
+type rawTestCase struct {
+	Name        string    `mapstructure:"name"`
+	Destination string    `mapstructure:"destination"`
+	Input       *string   `mapstructure:"input"`
+	File        string    `mapstructure:"file"`
+	Tokens      *int      `mapstructure:"tokens"`
+	Expect      rawExpect `mapstructure:"expect"`
+}
+
+type rawExpect struct {
+	Action       string   `mapstructure:"action"`
+	Level        *string  `mapstructure:"level"`
+	Detectors    []string `mapstructure:"detectors"`
+	OverCapacity *bool    `mapstructure:"over_capacity"`
+}
+
+// TestOptions configures RunTests.
+type TestOptions struct {
+	// HashKey keys the findings' hashes; nil uses a fixed key (test
+	// reports carry no hashes).
+	HashKey []byte
+	// Tokens counts the tokens of a case's input when the case does not
+	// give a count; nil estimates one token per four bytes, rounded up.
+	Tokens func(text string) int
+}
+
+// Test statuses.
+const (
+	TestPass  = "pass"
+	TestFail  = "fail"
+	TestError = "error"
+)
+
+// TestResult is the outcome of one test case (or of a test file that could
+// not run, with an empty Name).
+type TestResult struct {
+	File        string   `json:"file"`
+	Name        string   `json:"name"`
+	Destination string   `json:"destination,omitempty"`
+	Status      string   `json:"status"`
+	Got         *Outcome `json:"got,omitempty"`
+	Want        *Outcome `json:"want,omitempty"`
+	// Messages say what differed, or what went wrong.
+	Messages []string `json:"messages,omitempty"`
+}
+
+// Outcome is what a case decided, or expects.
+type Outcome struct {
+	Action       Action   `json:"action,omitempty"`
+	Level        *string  `json:"level,omitempty"`
+	Detectors    []string `json:"detectors,omitempty"`
+	OverCapacity *bool    `json:"over_capacity,omitempty"`
+}
+
+// TestReport holds the results of RunTests in a deterministic order: files
+// sorted by path, cases in file order.
+type TestReport struct {
+	Results []TestResult `json:"results"`
+	Pass    int          `json:"pass"`
+	Fail    int          `json:"fail"`
+	Error   int          `json:"error"`
+}
+
+// ExitCode follows `opa test`: 0 when every case passes, 1 when any case or
+// file had an error, else 2 when any case failed.
+func (r *TestReport) ExitCode() int {
+	switch {
+	case r.Error > 0:
+		return 1
+	case r.Fail > 0:
+		return 2
+	}
+	return 0
+}
+
+// WriteJSON writes the report as one indented JSON document.
+func (r *TestReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WritePretty writes a human report: every case when verbose, else only
+// failures and errors, then the totals.
+func (r *TestReport) WritePretty(w io.Writer, verbose bool) error {
+	var b bytes.Buffer
+	file := ""
+	for _, res := range r.Results {
+		if !verbose && res.Status == TestPass {
+			continue
+		}
+		if res.File != file {
+			file = res.File
+			fmt.Fprintf(&b, "%s:\n", file)
+		}
+		name := res.Name
+		if name == "" {
+			name = "(file)"
+		}
+		fmt.Fprintf(&b, "  %-5s %s\n", strings.ToUpper(res.Status), name)
+		for _, m := range res.Messages {
+			fmt.Fprintf(&b, "        %s\n", m)
+		}
+	}
+	total := r.Pass + r.Fail + r.Error
+	if b.Len() > 0 {
+		b.WriteString(strings.Repeat("-", 72) + "\n")
+	}
+	fmt.Fprintf(&b, "PASS: %d/%d\n", r.Pass, total)
+	if r.Fail > 0 {
+		fmt.Fprintf(&b, "FAIL: %d/%d\n", r.Fail, total)
+	}
+	if r.Error > 0 {
+		fmt.Fprintf(&b, "ERROR: %d/%d\n", r.Error, total)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// IsTestFile reports whether name is a policy test file: it ends in
+// _test.yaml or _test.yml.
+func IsTestFile(name string) bool {
+	return strings.HasSuffix(name, "_test.yaml") || strings.HasSuffix(name, "_test.yml")
+}
+
+// RunTests runs the policy test files in paths: files are run whatever
+// their name, directories are walked for files IsTestFile accepts. Problems
+// with a file or a case are reported in the report as errors; RunTests
+// itself fails only when ctx is done or there is no test file at all.
+func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestReport, error) {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	if opts.HashKey == nil {
+		opts.HashKey = []byte("aishield policy test")
+	}
+	if opts.Tokens == nil {
+		opts.Tokens = EstimateTokens
+	}
+	var files []string
+	rep := &TestReport{Results: []TestResult{}}
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			rep.add(TestResult{File: p, Status: TestError, Messages: []string{err.Error()}})
+			continue
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && (d.Name() == ".git" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && IsTestFile(d.Name()) {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			rep.add(TestResult{File: p, Status: TestError, Messages: []string{err.Error()}})
+		}
+	}
+	slices.Sort(files)
+	files = slices.Compact(files)
+	if len(files) == 0 && rep.Error == 0 {
+		return nil, fmt.Errorf("no policy test files (*_test.yaml) in %s", strings.Join(paths, ", "))
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		runTestFile(ctx, f, opts, rep)
+	}
+	return rep, nil
+}
+
+// EstimateTokens is a rough token count for policy tests: one token per
+// four bytes, rounded up. Tests that depend on capacity give exact counts.
+func EstimateTokens(text string) int { return (len(text) + 3) / 4 }
+
+func (r *TestReport) add(res TestResult) {
+	switch res.Status {
+	case TestPass:
+		r.Pass++
+	case TestFail:
+		r.Fail++
+	default:
+		r.Error++
+	}
+	r.Results = append(r.Results, res)
+}
+
+// parseTestFile reads a test file with a fresh viper instance.
+func parseTestFile(path string) (tf rawTestFile, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return tf, err
+	}
+	if len(data) > 16*MaxPolicySize {
+		return tf, fmt.Errorf("%s: test file larger than %d bytes", path, 16*MaxPolicySize)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: the YAML parser failed on this input", path)
+		}
+	}()
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return tf, fmt.Errorf("%s: %w", path, err)
+	}
+	var md mapstructure.Metadata
+	if err := v.Unmarshal(&tf, func(dc *mapstructure.DecoderConfig) {
+		dc.Metadata = &md
+		dc.WeaklyTypedInput = false
+		dc.DecodeHook = nil
+	}); err != nil {
+		var msgs []string
+		for _, p := range decodeProblems(path, err) {
+			msgs = append(msgs, p.Error())
+		}
+		return tf, errors.New(strings.Join(msgs, "; "))
+	}
+	if len(md.Unused) > 0 {
+		slices.Sort(md.Unused)
+		return tf, fmt.Errorf("%s: unknown fields: %s", path, strings.Join(md.Unused, ", "))
+	}
+	if tf.Policy == "" {
+		return tf, fmt.Errorf("%s: policy: required (a preset name or a policy file relative to the test file)", path)
+	}
+	if len(tf.Cases) == 0 {
+		return tf, fmt.Errorf("%s: cases: at least one case is required", path)
+	}
+	return tf, nil
+}
+
+func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestReport) {
+	fail := func(err error) {
+		rep.add(TestResult{File: path, Status: TestError, Messages: []string{err.Error()}})
+	}
+	tf, err := parseTestFile(path)
+	if err != nil {
+		fail(err)
+		return
+	}
+	dir := filepath.Dir(path)
+	ref := tf.Policy
+	if !slices.Contains(Presets(), ref) && !filepath.IsAbs(ref) {
+		ref = filepath.Join(dir, ref)
+	}
+	p, err := LoadRef(ref)
+	if err != nil {
+		fail(fmt.Errorf("policy: %w", err))
+		return
+	}
+	sc, err := p.NewScanner(opts.HashKey)
+	if err != nil {
+		fail(fmt.Errorf("policy %s: %w", p.Source, err))
+		return
+	}
+	for i, c := range tf.Cases {
+		if ctx.Err() != nil {
+			return
+		}
+		rep.add(runCase(ctx, p, sc, dir, path, i, c, opts))
+	}
+}
+
+func runCase(ctx context.Context, p *Policy, sc *classifiers.Scanner, dir, file string, i int, c rawTestCase, opts TestOptions) TestResult {
+	res := TestResult{File: file, Name: c.Name, Destination: c.Destination}
+	if res.Name == "" {
+		res.Name = fmt.Sprintf("cases[%d]", i)
+	}
+	if res.Destination == "" {
+		res.Destination = "default"
+	}
+	errorf := func(format string, args ...any) TestResult {
+		res.Status = TestError
+		res.Messages = append(res.Messages, fmt.Sprintf(format, args...))
+		return res
+	}
+	want := &Outcome{Action: Action(c.Expect.Action), Level: c.Expect.Level, Detectors: c.Expect.Detectors, OverCapacity: c.Expect.OverCapacity}
+	switch want.Action {
+	case ActionAllow, ActionRedact, ActionBlock:
+	case "":
+		return errorf("cases[%d].expect.action: required (allow, redact or block)", i)
+	default:
+		return errorf("cases[%d].expect.action: %q is not allow, redact or block", i, want.Action)
+	}
+	if want.Level != nil && *want.Level != "none" && p.Rank(*want.Level) < 0 {
+		return errorf("cases[%d].expect.level: %q is not a level of policy %s (%s, or none)", i, *want.Level, p.Name, strings.Join(p.Levels, ", "))
+	}
+	d, err := p.Lookup(res.Destination)
+	if err != nil {
+		return errorf("cases[%d].destination: %v", i, err)
+	}
+	var findings []classifiers.Finding
+	var text string
+	switch {
+	case c.Input != nil && c.File != "":
+		return errorf("cases[%d]: give input or file, not both", i)
+	case c.Input != nil:
+		text = *c.Input
+		findings, err = sc.ScanString(ctx, text)
+	case c.File != "":
+		name := c.File
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		data, rerr := os.ReadFile(name)
+		if rerr != nil {
+			return errorf("cases[%d].file: %v", i, rerr)
+		}
+		text = string(data)
+		findings, err = sc.Scan(ctx, data)
+	default:
+		return errorf("cases[%d]: input or file is required", i)
+	}
+	if err != nil {
+		return errorf("cases[%d]: scan: %v", i, err)
+	}
+	tokens := 0
+	if c.Tokens != nil {
+		tokens = *c.Tokens
+	} else {
+		tokens = opts.Tokens(text)
+	}
+	dec := p.Decide(d, findings, tokens)
+	level := dec.Level
+	if level == "" {
+		level = "none"
+	}
+	over := dec.OverCapacity
+	got := &Outcome{Action: dec.Action, Level: &level, Detectors: detectorSet(findings), OverCapacity: &over}
+	res.Got, res.Want = got, want
+
+	if got.Action != want.Action {
+		res.Messages = append(res.Messages, fmt.Sprintf("action: got %s, want %s", got.Action, want.Action))
+	}
+	if want.Level != nil && *want.Level != level {
+		res.Messages = append(res.Messages, fmt.Sprintf("level: got %s, want %s", level, *want.Level))
+	}
+	if want.Detectors != nil {
+		w := slices.Clone(want.Detectors)
+		slices.Sort(w)
+		w = slices.Compact(w)
+		if !slices.Equal(w, got.Detectors) {
+			res.Messages = append(res.Messages, fmt.Sprintf("detectors: got [%s], want [%s]", strings.Join(got.Detectors, " "), strings.Join(w, " ")))
+		}
+	}
+	if want.OverCapacity != nil && *want.OverCapacity != over {
+		res.Messages = append(res.Messages, fmt.Sprintf("over_capacity: got %t, want %t", over, *want.OverCapacity))
+	}
+	res.Status = TestPass
+	if len(res.Messages) > 0 {
+		res.Status = TestFail
+		// Explain the decision, masked, so a failure can be understood.
+		for _, r := range dec.Reasons {
+			res.Messages = append(res.Messages, "reason: "+r.Message)
+		}
+	}
+	return res
+}
+
+// detectorSet returns the sorted, distinct detector IDs of findings.
+func detectorSet(fs []classifiers.Finding) []string {
+	out := []string{}
+	for _, f := range fs {
+		out = append(out, f.Detector)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
