@@ -437,4 +437,3 @@ func sensitivityLabel(b []byte) string {
 	sort.Strings(labels)
 	return strings.Join(labels, "; ")
 }
-

@@ -56,7 +56,8 @@ func markerDetectors() []*detector {
 // "confidential" in running prose is not a finding.
 func bannerHit(st *scanState, d *detector, start, end int) {
 	text := st.text
-	if (start > 0 && isWordByte(text[start-1])) || (end < len(text) && isWordByte(text[end])) {
+	caveats := text[end-1] == '/'
+	if (start > 0 && isWordByte(text[start-1])) || (!caveats && end < len(text) && isWordByte(text[end])) {
 		return
 	}
 	if end < len(text) && text[end] >= 0x80 {

@@ -2,6 +2,7 @@ package classifiers
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/nyaruka/phonenumbers"
@@ -214,6 +215,9 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 				return false
 			}
 		}
+		if !st.s.includeReserved && fictionalPhone(num) {
+			return true
+		}
 		base := 0.7
 		if intl {
 			base = 0.85
@@ -221,6 +225,31 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		st.emit(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), phonenumbers.Format(num, phonenumbers.E164), d.mask)
 		return true
 	})
+}
+
+// fictionalPhone reports numbers reserved for fiction and documentation:
+// NANP 555-0100 to 555-0199, and ARCEP's ranges for audiovisual works in
+// France (01 99 00, 02 61 91, 03 53 01, 04 65 71, 05 36 49, 06 39 98).
+func fictionalPhone(n *phonenumbers.PhoneNumber) bool {
+	nat := strconv.FormatUint(n.GetNationalNumber(), 10)
+	switch n.GetCountryCode() {
+	case 1:
+		return len(nat) == 10 && nat[3:7] == "5550" && nat[7] == '1'
+	case 33:
+		for _, p := range []string{"19900", "26191", "35301", "46571", "53649", "63998"} {
+			if strings.HasPrefix(nat, p) {
+				return true
+			}
+		}
+	case 44:
+		// Ofcom drama numbers: 020 7946 0xxx, 0113 496 0xxx, 07700 900xxx, …
+		for _, p := range []string{"2079460", "1134960", "1154960", "1174960", "1184960", "1214960", "1314960", "1414960", "1514960", "1614960", "7700900"} {
+			if strings.HasPrefix(nat, p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ---- payment cards ----
@@ -393,7 +422,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	// Corsica: "2 85 05 2A 006 084 36" breaks the digit run at the letter;
 	// the candidate then starts at the sex digit and we read the rest here.
 	g0 := c.groups[0]
-	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && boundaryOK(text, g0.lo, g0.lo) {
+	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
 		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " ."); ok && validNIR(v) && strings.ContainsAny(v, "AB") {
 			st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return

@@ -154,7 +154,7 @@ func secretDetectors() []*detector {
 			keywords: []string{"aiza"}, after: 40, window: regexWindow(google, 0, isTokenByte, simple(0.9, 4, nil))},
 		{id: "secret.azure_storage_key", cat: CategorySecret, desc: "Azure storage account key in a connection string (AccountKey=, 64 bytes base64)",
 			keywords: []string{"accountkey="}, after: 100,
-			window: regexWindow(azure, 1, isBase64Byte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+			window: regexWindow(azure, 1, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
 				raw, err := base64.StdEncoding.DecodeString(v)
 				if err != nil || len(raw) != 64 || st.reservedSecret(v) {
