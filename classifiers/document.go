@@ -56,6 +56,9 @@ func (s *Scanner) ScanDocument(ctx context.Context, name string, data []byte) (*
 			return doc, nil
 		}
 		doc.Kind = kind
+		// The body is scanned alone: the label line appended below is
+		// metadata, reported once as marker.sensitivity_label.
+		fs, err := s.ScanString(ctx, text)
 		var labelLo, labelHi int
 		if label != "" {
 			if text != "" && !strings.HasSuffix(text, "\n") {
@@ -68,7 +71,6 @@ func (s *Scanner) ScanDocument(ctx context.Context, name string, data []byte) (*
 			text += "\n"
 		}
 		doc.Text = text
-		fs, err := s.ScanString(ctx, text)
 		if label != "" {
 			line := strings.Count(text[:labelLo], "\n") + 1
 			col := utf8.RuneCountInString(text[strings.LastIndexByte(text[:labelLo], '\n')+1:labelLo]) + 1

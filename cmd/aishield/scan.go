@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+)
+
+// maxWholeFile is the size above which a file is streamed through
+// ScanReader (as text) instead of being read whole.
+const maxWholeFile = 32 << 20
+
+// progressThreshold is the number of files above which a progress line is
+// shown on a terminal.
+const progressThreshold = 500
+
+// scanFinding is one finding as the scan report prints it. The keyed hash
+// is left out: without a shared key it only compares within one run.
+type scanFinding struct {
+	Detector   string               `json:"detector"`
+	Category   classifiers.Category `json:"category"`
+	Start      int                  `json:"start"`
+	End        int                  `json:"end"`
+	Line       int                  `json:"line"`
+	EndLine    int                  `json:"end_line"`
+	Column     int                  `json:"column"`
+	Confidence float64              `json:"confidence"`
+	Preview    string               `json:"preview"`
+}
+
+// fileResult is the scan of one file; later commands (policy decisions,
+// SARIF output) reuse it. Findings keeps the full classifiers.Finding.
+type fileResult struct {
+	Path     string
+	Kind     string
+	Skipped  bool
+	Note     string
+	Findings []classifiers.Finding
+}
+
+// scanReport is the whole run.
+type scanReport struct {
+	Files  []fileResult
+	Errors int // inputs that could not be read
+}
+
+func (r *scanReport) findings() int {
+	n := 0
+	for _, f := range r.Files {
+		n += len(f.Findings)
+	}
+	return n
+}
+
+func newScanCmd() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "scan [PATH|-]...",
+		Short: "Scan files, directories or standard input for PII, secrets and confidentiality markers",
+		Long: `Scan walks files and directories (skipping .git and binary files) and reports what the
+built-in detectors find: PII, secrets and confidentiality markers. "-" reads standard input.
+Office documents (DOCX, XLSX, PPTX) are scanned with their sensitivity label.
+
+Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return withCode(2, fmt.Errorf("unknown --format %q (text or json)", format))
+			}
+			if len(args) == 0 {
+				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
+			}
+			sc, err := classifiers.New(classifiers.Options{})
+			if err != nil {
+				return withCode(2, err)
+			}
+			rep := runScan(cmd.Context(), sc, args, cmd.InOrStdin(), cmd.ErrOrStderr())
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				err = writeScanJSON(out, rep)
+			} else {
+				err = writeScanText(out, rep)
+			}
+			if err != nil {
+				return withCode(2, err)
+			}
+			switch {
+			case rep.Errors > 0:
+				return withCode(2, nil)
+			case rep.findings() > 0:
+				return withCode(1, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+// runScan collects the files under args, scans them in order and reports
+// unreadable inputs on errOut.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer) *scanReport {
+	rep := &scanReport{}
+	var files []string
+	for _, a := range args {
+		if a == "-" {
+			files = append(files, "-")
+			continue
+		}
+		err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == ".git" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Fprintf(errOut, "aishield: %v\n", err)
+			rep.Errors++
+		}
+	}
+	progress := len(files) > progressThreshold && isTerminal(errOut)
+	for i, p := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		if progress && i%50 == 0 {
+			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(files))
+		}
+		res, err := scanOne(ctx, sc, p, stdin)
+		if err != nil {
+			fmt.Fprintf(errOut, "aishield: %s: %v\n", p, err)
+			rep.Errors++
+			continue
+		}
+		rep.Files = append(rep.Files, *res)
+	}
+	if progress {
+		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(files), "")
+	}
+	return rep
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// scanOne scans one file ("-" is standard input).
+func scanOne(ctx context.Context, sc *classifiers.Scanner, p string, stdin io.Reader) (*fileResult, error) {
+	var r io.Reader = stdin
+	name := p
+	if p != "-" {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if st.Size() > maxWholeFile {
+			return scanLarge(ctx, sc, name, f)
+		}
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxWholeFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxWholeFile { // standard input can be of any size
+		return scanLarge(ctx, sc, name, io.MultiReader(bytes.NewReader(data), r))
+	}
+	doc, err := sc.ScanDocument(ctx, filepath.Base(name), data)
+	if err != nil {
+		return nil, err
+	}
+	return &fileResult{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings}, nil
+}
+
+// scanLarge streams a big input as text unless its start looks binary.
+func scanLarge(ctx context.Context, sc *classifiers.Scanner, name string, r io.Reader) (*fileResult, error) {
+	head := make([]byte, 8<<10)
+	n, err := io.ReadFull(r, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, err
+	}
+	head = head[:n]
+	doc, err := sc.ScanDocument(ctx, name, head)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Skipped || doc.Kind != "text" {
+		return &fileResult{Path: name, Kind: "binary", Skipped: true, Note: "large binary or archive file"}, nil
+	}
+	fs, err := sc.ScanReader(ctx, io.MultiReader(bytes.NewReader(head), r))
+	if err != nil {
+		return nil, err
+	}
+	return &fileResult{Path: name, Kind: "text", Findings: fs}, nil
+}
+
+func writeScanText(w io.Writer, rep *scanReport) error {
+	skipped := 0
+	for _, f := range rep.Files {
+		if f.Skipped {
+			skipped++
+			continue
+		}
+		for _, x := range f.Findings {
+			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s %s (confidence %.2f)\n", f.Path, x.Line, x.Column, x.Detector, x.Preview, x.Confidence); err != nil {
+				return err
+			}
+		}
+	}
+	n := rep.findings()
+	withFindings := 0
+	for _, f := range rep.Files {
+		if len(f.Findings) > 0 {
+			withFindings++
+		}
+	}
+	summary := fmt.Sprintf("%d findings in %d of %d files", n, withFindings, len(rep.Files))
+	if n == 0 {
+		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
+	}
+	if skipped > 0 {
+		summary += fmt.Sprintf(" (%d skipped: binary)", skipped)
+	}
+	_, err := fmt.Fprintln(w, summary)
+	return err
+}
+
+// jsonFile is the JSON shape of one file.
+type jsonFile struct {
+	Path     string        `json:"path"`
+	Kind     string        `json:"kind"`
+	Skipped  bool          `json:"skipped,omitempty"`
+	Note     string        `json:"note,omitempty"`
+	Findings []scanFinding `json:"findings"`
+}
+
+func writeScanJSON(w io.Writer, rep *scanReport) error {
+	out := struct {
+		Files []jsonFile `json:"files"`
+	}{Files: []jsonFile{}}
+	for _, f := range rep.Files {
+		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}}
+		for _, x := range f.Findings {
+			jf.Findings = append(jf.Findings, scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
+				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview})
+		}
+		out.Files = append(out.Files, jf)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
