@@ -47,7 +47,7 @@ func sampleDOCX(t testing.TB) []byte {
 			`<w:p><w:r><w:t xml:space="preserve">Contact: </w:t></w:r><w:r><w:t>lea.bernard@acme-board.fr</w:t></w:r></w:p>` +
 			`<w:p><w:r><w:t>Payment card on file:</w:t><w:tab/><w:t>4970 1012 3456 7899</w:t></w:r></w:p>` +
 			`</w:body></w:document>`,
-		"word/header1.xml":   `<?xml version="1.0" encoding="UTF-8"?><w:hdr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p><w:r><w:t>CONFIDENTIAL</w:t></w:r></w:p></w:hdr>`,
+		"word/header1.xml": `<?xml version="1.0" encoding="UTF-8"?><w:hdr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p><w:r><w:t>CONFIDENTIAL</w:t></w:r></w:p></w:hdr>`,
 		"docProps/custom.xml": `<?xml version="1.0" encoding="UTF-8"?><Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/custom-properties" xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">` +
 			`<property fmtid="{D5CDD505-2E9C-101B-9397-08002B2CF9AE}" pid="2" name="MSIP_Label_` + labelGUID + `_Enabled"><vt:lpwstr>true</vt:lpwstr></property>` +
 			`<property fmtid="{D5CDD505-2E9C-101B-9397-08002B2CF9AE}" pid="3" name="MSIP_Label_` + labelGUID + `_Name"><vt:lpwstr>Highly Confidential</vt:lpwstr></property>` +

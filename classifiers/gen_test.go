@@ -1,8 +1,8 @@
 package classifiers
 
 import (
-	"encoding/base64"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"math/big"
 	"strconv"
