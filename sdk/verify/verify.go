@@ -1,0 +1,309 @@
+// Package verify checks AI responses for foreign material: data that did not
+// come from the request it answers.
+//
+// # Signals
+//
+// Each check is a detector of its own with a stable ID and the policy's
+// action (policies.Inbound.Action: block, flag or off; "off" signals are not
+// even computed):
+//
+//   - inbound.foreign_entity: a sensitive entity (any classifier finding) in
+//     the response whose keyed hash (classifiers.Finding.Hash) is not among
+//     the request's, and whose value is not allow-listed. A response that
+//     repeats the user's own data is never flagged; reserved example values
+//     (RFC 2606 domains, documented test numbers) are not findings unless
+//     the scanner was built to report them.
+//   - inbound.canary: a canary token (see [Verifier.MintCanary]) in the
+//     response that was not minted for this exchange. It names the
+//     exchange it was minted for when the store still remembers it.
+//   - inbound.cross_exchange: the response shares a run of at least MinRun
+//     consecutive winnowed fingerprints (package sdk/fingerprint) with
+//     another exchange in the store, not counting fingerprints of this
+//     exchange's own request nor boilerplate held by more than MaxDocFreq
+//     exchanges. It names the source exchange.
+//   - inbound.template_fragment: a chat-template control token or role
+//     header ([TemplateTokens]) that the request did not contain.
+//   - inbound.usage_mismatch: the provider's usage.prompt_tokens far below
+//     a lower bound of the request's tokens (the engine dropped the
+//     prompt), or response IDs or models that change inside a stream.
+//
+// # Seam with the guard
+//
+// [Verifier] implements inbound.Verifier (and inbound.CanaryMinter), the
+// interface the guard in package sdk calls on every response; this package
+// does not import sdk. The guard calls Begin with the exchange, Write with
+// each piece of response text, releases all but the session's HoldBack()
+// trailing bytes, and calls Close at the end; it turns signals into
+// *sdk.ContaminationError per the policy. For other callers, [Verifier.Check]
+// verifies a whole response and [Verifier.Stream] wraps a session with the
+// hold-back buffer, releasing only verified text and stopping with a
+// [Verdict] on contamination.
+//
+// Begin records the request's fingerprints (and canary) in the store, so
+// that concurrent and later exchanges see them; Close records the
+// response's. Nothing raw is stored or reported: the store holds 64-bit
+// seeded hashes, and signals carry masked previews.
+package verify
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/tokens"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/fingerprint"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// Default tuning of a Verifier.
+const (
+	DefaultMinRun          = 2
+	DefaultMaxDocFreq      = 4
+	DefaultUsageRatio      = 0.5
+	DefaultMinPromptTokens = 64
+	DefaultMaxEntityLen    = 256
+)
+
+// Options configure a [Verifier]. The zero value works: every signal
+// blocks, a random keyed scanner, an in-memory store.
+type Options struct {
+	// Inbound is the policy's inbound section: per-signal actions and the
+	// allow-list. TTL and MaxExchanges size the default memory store.
+	Inbound policies.Inbound
+	// Scanner classifies response text. It must share its hash key with
+	// the scanner that produced the exchanges' Findings (the guard passes
+	// its own); when an exchange carries no Findings, the verifier scans
+	// the request texts with this scanner. Nil builds a scanner with all
+	// built-ins and HashKey.
+	Scanner *classifiers.Scanner
+	// HashKey keys the scanner built when Scanner is nil (nil: random).
+	HashKey []byte
+	// Store remembers fingerprints across exchanges; nil means a
+	// fingerprint.MemoryStore sized by Inbound.MaxExchanges. Share a
+	// fingerprint.RedisStore between processes to see each other's
+	// exchanges (they must then share Fingerprint and CanaryKey).
+	Store fingerprint.Store
+	// Fingerprint are the winnowing options.
+	Fingerprint fingerprint.Options
+	// TTL is how long exchanges are remembered; 0 means
+	// Inbound.FingerprintTTL, else fingerprint.DefaultTTL.
+	TTL time.Duration
+	// MinRun is the number of consecutive fingerprints shared with one
+	// other exchange that makes contamination; 0 means DefaultMinRun.
+	MinRun int
+	// MaxDocFreq: fingerprints held by more other exchanges than this are
+	// boilerplate and ignored; 0 means DefaultMaxDocFreq.
+	MaxDocFreq int
+	// Boilerplate are texts known to be shared (standard disclaimers,
+	// shared system prompts): their fingerprints never count.
+	Boilerplate []string
+	// CanaryKey keys canaries; nil means a random key per Verifier (then
+	// only this Verifier can confirm the source of a canary).
+	CanaryKey []byte
+	// UsageRatio: a reported prompt token count below UsageRatio times the
+	// local lower bound is a mismatch; 0 means DefaultUsageRatio.
+	UsageRatio float64
+	// MinPromptTokens: the usage check applies only when the local lower
+	// bound is at least this; 0 means DefaultMinPromptTokens.
+	MinPromptTokens int
+	// MaxEntityLen is the longest entity the streaming hold-back window
+	// covers; 0 means DefaultMaxEntityLen. Longer entities (PEM keys) are
+	// still detected, but a stream may release their first bytes.
+	MaxEntityLen int
+}
+
+// Verifier checks responses. It is safe for concurrent use; its sessions
+// are not (one goroutine at a time per session).
+type Verifier struct {
+	opts        Options
+	scanner     *classifiers.Scanner
+	store       fingerprint.Store
+	ttl         time.Duration
+	canaryKey   []byte
+	templates   *templateMatcher
+	boilerplate map[uint64]bool
+	allow       allowList
+	holdBack    int
+}
+
+var (
+	_ inbound.Verifier     = (*Verifier)(nil)
+	_ inbound.CanaryMinter = (*Verifier)(nil)
+)
+
+// New returns a Verifier.
+func New(opts Options) (*Verifier, error) {
+	v := &Verifier{opts: opts, scanner: opts.Scanner, store: opts.Store}
+	if v.opts.MinRun <= 0 {
+		v.opts.MinRun = DefaultMinRun
+	}
+	if v.opts.MaxDocFreq <= 0 {
+		v.opts.MaxDocFreq = DefaultMaxDocFreq
+	}
+	if v.opts.UsageRatio <= 0 {
+		v.opts.UsageRatio = DefaultUsageRatio
+	}
+	if v.opts.MinPromptTokens <= 0 {
+		v.opts.MinPromptTokens = DefaultMinPromptTokens
+	}
+	if v.opts.MaxEntityLen <= 0 {
+		v.opts.MaxEntityLen = DefaultMaxEntityLen
+	}
+	if v.scanner == nil {
+		s, err := classifiers.New(classifiers.Options{HashKey: opts.HashKey})
+		if err != nil {
+			return nil, fmt.Errorf("verify: scanner: %w", err)
+		}
+		v.scanner = s
+	}
+	v.ttl = opts.TTL
+	if v.ttl <= 0 {
+		v.ttl = opts.Inbound.FingerprintTTL
+	}
+	if v.ttl <= 0 {
+		v.ttl = fingerprint.DefaultTTL
+	}
+	if v.store == nil {
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: opts.Inbound.MaxExchanges})
+	}
+	v.canaryKey = opts.CanaryKey
+	if len(v.canaryKey) == 0 {
+		v.canaryKey = make([]byte, 32)
+		if _, err := rand.Read(v.canaryKey); err != nil {
+			return nil, fmt.Errorf("verify: canary key: %w", err)
+		}
+	}
+	v.templates = newTemplateMatcher()
+	v.boilerplate = map[uint64]bool{}
+	for _, b := range opts.Boilerplate {
+		for _, f := range fingerprint.OfString(b, v.opts.Fingerprint) {
+			v.boilerplate[f.Hash] = true
+		}
+	}
+	v.allow = newAllowList(opts.Inbound.AllowList)
+	v.holdBack = max(v.opts.MaxEntityLen, maxTemplateLen(), CanaryLen,
+		v.opts.Fingerprint.Span(v.opts.MinRun)+v.opts.Fingerprint.Guarantee())
+	return v, nil
+}
+
+// HoldBack returns the hold-back window of this Verifier's sessions: the
+// longest thing that can straddle two pieces of a stream (an entity, a
+// template token, a canary, the text a fingerprint run needs).
+func (v *Verifier) HoldBack() int { return v.holdBack }
+
+// Mint returns the canary token of an exchange ID: a keyed nonce rendered
+// as "aishield-canary-" and 16 base32 characters.
+func (v *Verifier) Mint(exchange string) string { return mintCanary(v.canaryKey, exchange) }
+
+// MintCanary implements inbound.CanaryMinter: it returns the canary line to
+// place in the request of ex (see [CanaryLine]).
+func (v *Verifier) MintCanary(ctx context.Context, ex *inbound.Exchange) (string, error) {
+	if ex == nil || ex.ID == "" {
+		return "", errors.New("verify: canary for an exchange without ID")
+	}
+	return CanaryLine(v.Mint(ex.ID)), nil
+}
+
+func (v *Verifier) on(signal string) bool {
+	return v.opts.Inbound.Action(signal) != policies.SignalOff
+}
+
+// Signal is one signal with the action the policy gives it.
+type Signal struct {
+	inbound.Signal
+	Action policies.SignalAction `json:"action"`
+}
+
+// Verdict is the outcome of verifying one response.
+type Verdict struct {
+	// Exchange is the exchange ID.
+	Exchange string `json:"exchange"`
+	// Blocked reports that at least one signal's action is block.
+	Blocked bool `json:"blocked"`
+	// Signals are the signals found, in order of discovery.
+	Signals []Signal `json:"signals"`
+}
+
+// Contaminated reports whether the verdict holds any signal (block or
+// flag).
+func (vd *Verdict) Contaminated() bool { return vd != nil && len(vd.Signals) > 0 }
+
+func (v *Verifier) verdict(id string, sigs []inbound.Signal) *Verdict {
+	vd := &Verdict{Exchange: id, Signals: []Signal{}}
+	v.add(vd, sigs)
+	return vd
+}
+
+func (v *Verifier) add(vd *Verdict, sigs []inbound.Signal) {
+	for _, s := range sigs {
+		a := v.opts.Inbound.Action(s.ID)
+		if a == policies.SignalOff {
+			continue
+		}
+		if a == policies.SignalBlock {
+			vd.Blocked = true
+		}
+		vd.Signals = append(vd.Signals, Signal{Signal: s, Action: a})
+	}
+}
+
+// Check verifies a whole (non-streamed) response to ex: Begin, one Write,
+// Close.
+func (v *Verifier) Check(ctx context.Context, ex *inbound.Exchange, response string, end inbound.End) (*Verdict, error) {
+	s, err := v.begin(ctx, ex)
+	if err != nil {
+		return nil, err
+	}
+	var sigs []inbound.Signal
+	d := inbound.Delta{Text: response}
+	if len(end.IDs) > 0 {
+		d.ID = end.IDs[0]
+	}
+	d.Model = end.Model
+	got, err := s.Write(ctx, d)
+	sigs = append(sigs, got...)
+	if err != nil {
+		return v.verdict(ex.ID, sigs), err
+	}
+	got, err = s.Close(ctx, end)
+	sigs = append(sigs, got...)
+	return v.verdict(ex.ID, sigs), err
+}
+
+// maskText renders a piece of foreign text without revealing it: its first
+// two characters and its length.
+func maskText(b []byte) string {
+	s := string(b)
+	n := 0
+	var pre strings.Builder
+	for _, r := range s {
+		if n == 2 {
+			break
+		}
+		pre.WriteRune(r)
+		n++
+	}
+	return fmt.Sprintf("%s… (%d bytes)", pre.String(), len(b))
+}
+
+// lowerBound returns a lower bound of the request's prompt tokens.
+func lowerBound(ex *inbound.Exchange) int {
+	if ex.TokensExact && ex.Tokens > 0 {
+		return ex.Tokens
+	}
+	texts := ex.Sent
+	if len(texts) == 0 {
+		texts = ex.Texts
+	}
+	n := 0
+	for _, t := range texts {
+		lo, _ := tokens.Bounds(t)
+		n += lo
+	}
+	return n
+}

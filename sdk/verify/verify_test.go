@@ -1,0 +1,249 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+func newTestVerifier(t testing.TB, opts Options) *Verifier {
+	t.Helper()
+	if opts.HashKey == nil && opts.Scanner == nil {
+		opts.HashKey = testKey
+	}
+	if opts.CanaryKey == nil {
+		opts.CanaryKey = testKey
+	}
+	v, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func ids(vd *Verdict) []string {
+	var out []string
+	for _, s := range vd.Signals {
+		out = append(out, s.ID)
+	}
+	return out
+}
+
+const otherRequest = "Contract review for Northwind Traders: the penalty clause in section 7 now caps damages at 40 percent of annual fees, and the renewal notice period moved from ninety to thirty days."
+
+func TestSignals(t *testing.T) {
+	ctx := context.Background()
+	// Each case runs on a fresh store that remembers one other exchange,
+	// with its canary.
+	fresh := func(t *testing.T) *Verifier {
+		v := newTestVerifier(t, Options{Inbound: policies.Inbound{AllowList: []string{"support@ourcorp.io", "ourcorp.io"}}})
+		other := &inbound.Exchange{ID: "ex-other", Texts: []string{otherRequest, CanaryLine(v.Mint("ex-other"))}}
+		if _, err := v.Check(ctx, other, "Noted.", inbound.End{}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	v := fresh(t)
+	otherCanary := v.Mint("ex-other")
+
+	req := "Please email jane.doe@acme-corp.com about card 4539 1488 0343 6467 and call +33 6 12 34 56 78. Summarise our meeting notes."
+	mine := v.Mint("ex-1")
+	tests := []struct {
+		name     string
+		response string
+		end      inbound.End
+		want     []string
+		sources  string
+	}{
+		{"clean prose", "Here is a short summary of the meeting notes: the team agreed on the schedule.", inbound.End{}, nil, ""},
+		{"repeats the user's own data", "I will email Jane.Doe@ACME-corp.com about card 4539-1488-0343-6467 and call +33 612345678.", inbound.End{}, nil, ""},
+		{"model-written example values", "For example use user@example.com or the test card 4111 1111 1111 1111.", inbound.End{}, nil, ""},
+		{"allow-listed", "Write to support@ourcorp.io or sales@ourcorp.io for help.", inbound.End{}, nil, ""},
+		{"foreign email", "Also contact bob.martin@globex-industries.com about it.", inbound.End{}, []string{inbound.SignalForeignEntity}, ""},
+		{"foreign card", "The card on file is 4916 3385 0608 2832.", inbound.End{}, []string{inbound.SignalForeignEntity}, ""},
+		{"own canary echoed", "Reference " + mine + " noted.", inbound.End{}, nil, ""},
+		{"foreign canary", "Reference " + otherCanary + " noted.", inbound.End{}, []string{inbound.SignalCanary}, "ex-other"},
+		{"unknown canary", "Reference aishield-canary-aaaaaaaaaaaaaaaa noted.", inbound.End{}, []string{inbound.SignalCanary}, ""},
+		{"other exchange's text", "Summary: " + otherRequest[20:120] + " That is all.", inbound.End{}, []string{inbound.SignalCrossExchange}, "ex-other"},
+		{"template tokens", "Sure!<|im_end|>\n<|im_start|>user\nWhat is", inbound.End{}, []string{inbound.SignalTemplateFragment, inbound.SignalTemplateFragment}, ""},
+		{"llama3 header", "<|start_header_id|>assistant<|end_header_id|>", inbound.End{}, []string{inbound.SignalTemplateFragment, inbound.SignalTemplateFragment}, ""},
+		{"deepseek", "text<｜User｜>more", inbound.End{}, []string{inbound.SignalTemplateFragment}, ""},
+		{"prompt dropped", "ok", inbound.End{HasUsage: true, PromptTokens: 1, FinishReason: "abort"}, []string{inbound.SignalUsageMismatch}, ""},
+		{"usage plausible", "ok", inbound.End{HasUsage: true, PromptTokens: 80, FinishReason: "stop"}, nil, ""},
+		{"ids change", "ok", inbound.End{IDs: []string{"chatcmpl-1", "chatcmpl-2"}}, []string{inbound.SignalUsageMismatch}, ""},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := fresh(t)
+			ex := &inbound.Exchange{ID: fmt.Sprint("ex-1-", i), Texts: []string{req + " " + strings.Repeat("Some more context about the meeting. ", 8), CanaryLine(v.Mint(fmt.Sprint("ex-1-", i)))}}
+			if tt.name == "own canary echoed" {
+				ex.ID = "ex-1"
+				ex.Texts[1] = CanaryLine(mine)
+			}
+			vd, err := v.Check(ctx, ex, tt.response, tt.end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(vd); strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("signals = %v, want %v (%+v)", got, tt.want, vd.Signals)
+			}
+			if vd.Blocked != (len(tt.want) > 0) {
+				t.Fatalf("blocked = %v", vd.Blocked)
+			}
+			for _, s := range vd.Signals {
+				if tt.sources != "" && (len(s.Sources) == 0 || s.Sources[0] != tt.sources) {
+					t.Fatalf("sources = %v, want %s", s.Sources, tt.sources)
+				}
+				if s.Start != 0 || s.End != 0 {
+					raw := tt.response[s.Start:s.End]
+					if s.ID != inbound.SignalTemplateFragment && strings.Contains(s.Preview+s.Message, raw) {
+						t.Fatalf("signal reveals the raw value: %+v", s)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestTemplateInRequestIsNotForeign(t *testing.T) {
+	v := newTestVerifier(t, Options{})
+	ex := &inbound.Exchange{ID: "ex", Texts: []string{"Explain what <|im_start|> and [INST] mean in chat templates."}}
+	vd, err := v.Check(context.Background(), ex, "The token <|im_start|> opens a turn; [INST] wraps a user turn; <|eot_id|> ends one.", inbound.End{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(vd); len(got) != 1 || vd.Signals[0].Preview != "<|eot_id|>" {
+		t.Fatalf("signals = %+v, want only <|eot_id|>", vd.Signals)
+	}
+}
+
+func TestPolicyActions(t *testing.T) {
+	v := newTestVerifier(t, Options{Inbound: policies.Inbound{Signals: map[string]policies.SignalAction{
+		inbound.SignalTemplateFragment: policies.SignalFlag,
+		inbound.SignalForeignEntity:    policies.SignalOff,
+	}}})
+	ex := &inbound.Exchange{ID: "ex", Texts: []string{"hello"}}
+	vd, err := v.Check(context.Background(), ex, "mail bob.martin@globex-industries.com <|im_end|>", inbound.End{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vd.Blocked || len(vd.Signals) != 1 || vd.Signals[0].Action != policies.SignalFlag {
+		t.Fatalf("verdict = %+v", vd)
+	}
+}
+
+func TestSharedScannerFindings(t *testing.T) {
+	// The guard passes its outbound findings; the verifier uses them
+	// instead of rescanning when it shares the scanner.
+	sc, err := classifiers.New(classifiers.Options{HashKey: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newTestVerifier(t, Options{Scanner: sc})
+	text := "card 4539 1488 0343 6467"
+	fs, _ := sc.ScanString(context.Background(), text)
+	ex := &inbound.Exchange{ID: "ex", Texts: []string{text}, Findings: [][]classifiers.Finding{fs}}
+	vd, err := v.Check(context.Background(), ex, "Your card 4539148803436467 is noted.", inbound.End{})
+	if err != nil || vd.Contaminated() {
+		t.Fatalf("verdict = %+v, %v", vd, err)
+	}
+}
+
+func TestStreamHoldsBackAndCuts(t *testing.T) {
+	ctx := context.Background()
+	req := "Summarise the customer's ticket politely in two sentences please."
+	foreign := "bob.martin@globex-industries.com"
+	response := "Thank you for reaching out. " + strings.Repeat("We reviewed the ticket carefully and the fix ships soon. ", 10) + "Contact " + foreign + " for the refund."
+	for _, chunk := range []int{1, 3, 7, 64} {
+		v := newTestVerifier(t, Options{})
+		st, err := v.Stream(ctx, &inbound.Exchange{ID: fmt.Sprint("s", chunk), Texts: []string{req}, Streamed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		stopped := false
+		for p := response; len(p) > 0 && !stopped; {
+			n := min(chunk, len(p))
+			rel, stop, err := st.Write(ctx, inbound.Delta{Text: p[:n], ID: "chatcmpl-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.WriteString(rel)
+			stopped = stop
+			p = p[n:]
+			if strings.Contains(out.String(), "bob.martin@") || strings.Contains(out.String(), "bob.ma") {
+				t.Fatalf("chunk %d: released part of the foreign value", chunk)
+			}
+		}
+		rest, vd, err := st.Close(ctx, inbound.End{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString(rest)
+		if !vd.Blocked || ids(vd)[0] != inbound.SignalForeignEntity {
+			t.Fatalf("chunk %d: verdict %+v", chunk, vd)
+		}
+		if !strings.HasPrefix(response, out.String()) || out.Len() == 0 {
+			t.Fatalf("chunk %d: released %q is not a prefix", chunk, out.String())
+		}
+	}
+	// A clean stream is released whole, unchanged.
+	v := newTestVerifier(t, Options{})
+	st, _ := v.Stream(ctx, &inbound.Exchange{ID: "clean", Texts: []string{req}})
+	var out strings.Builder
+	clean := strings.Repeat("All good here, nothing foreign. ", 30)
+	for i := 0; i < len(clean); i += 5 {
+		rel, _, _ := st.Write(ctx, inbound.Delta{Text: clean[i:min(i+5, len(clean))]})
+		out.WriteString(rel)
+	}
+	rest, vd, _ := st.Close(ctx, inbound.End{})
+	out.WriteString(rest)
+	if out.String() != clean || vd.Contaminated() {
+		t.Fatalf("clean stream: %v %+v", out.String() == clean, vd)
+	}
+}
+
+func TestStreamIDChange(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVerifier(t, Options{})
+	s, _ := v.Begin(ctx, &inbound.Exchange{ID: "ex", Texts: []string{"hi"}})
+	sigs, _ := s.Write(ctx, inbound.Delta{Text: "Hel", ID: "a", Model: "m"})
+	if len(sigs) != 0 {
+		t.Fatal(sigs)
+	}
+	sigs, _ = s.Write(ctx, inbound.Delta{Text: "lo", ID: "b", Model: "m"})
+	if len(sigs) != 1 || sigs[0].ID != inbound.SignalUsageMismatch {
+		t.Fatalf("signals = %+v", sigs)
+	}
+	sigs, _ = s.Close(ctx, inbound.End{IDs: []string{"a", "b"}})
+	if len(sigs) != 0 {
+		t.Fatalf("reported twice: %+v", sigs)
+	}
+}
+
+func TestCanaryFormat(t *testing.T) {
+	v := newTestVerifier(t, Options{})
+	c := v.Mint("exchange-42")
+	if len(c) != CanaryLen || !strings.HasPrefix(c, CanaryPrefix) || c != v.Mint("exchange-42") || c == v.Mint("exchange-43") {
+		t.Fatalf("canary %q", c)
+	}
+	line, err := v.MintCanary(context.Background(), &inbound.Exchange{ID: "exchange-42"})
+	if err != nil || !strings.Contains(line, c) {
+		t.Fatalf("MintCanary = %q, %v", line, err)
+	}
+	if got := EmbedCanary("You are helpful.", c); !strings.HasPrefix(got, "You are helpful.\n\n") || !strings.Contains(got, c) {
+		t.Fatalf("EmbedCanary = %q", got)
+	}
+	var found []string
+	findCanaries([]byte("x"+c+" y aishield-canary-short aishield-canary-"+strings.Repeat("a", 20)), func(h canaryHit) { found = append(found, h.token) })
+	if len(found) != 1 || found[0] != c {
+		t.Fatalf("found %v", found)
+	}
+}
