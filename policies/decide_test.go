@@ -89,7 +89,7 @@ destinations:
 		{"https://CORP.openai.azure.com:443/openai", "", "gpt-4", "azure-gpt4"},
 		{"https://corp.openai.azure.com/openai", "", "gpt-3.5", "azure"},
 		{"https://corp.openai.azure.com/openaiX", "", "gpt-4", "azure"}, // not a path segment
-		{"http://corp.openai.azure.com/openai", "", "gpt-4", "default"},  // scheme differs
+		{"http://corp.openai.azure.com/openai", "", "gpt-4", "default"}, // scheme differs
 		{"https://api.openai.com/v1", "OpenAI", "o3", "openai"},
 		{"http://localhost:8000/v1", "vllm", "meta-llama/Llama-3.1-8B", "llama"},
 		{"http://localhost:8000/v1", "vllm", "mistral", "default"},

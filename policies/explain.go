@@ -127,7 +127,7 @@ func (e *Explanation) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "destination %s (%s)\n", d.Name, d.Field)
 	var match []string
 	if d.BaseURL != "" {
-		match = append(match, "base URL "+d.BaseURL+"…")
+		match = append(match, "base URL prefix "+d.BaseURL)
 	}
 	if d.Provider != "" {
 		match = append(match, "provider "+d.Provider)

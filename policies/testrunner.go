@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/tokens"
 )
 
 // A policy test file is YAML:
@@ -26,7 +27,7 @@ import (
 //	  - name: e-mail to openai is redacted
 //	    destination: openai    # a destination name; "default" when omitted
 //	    input: "Write to jane.doe@acme-corp.com"   # or file: samples/x.docx
-//	    tokens: 900000         # optional token count; estimated when omitted
+//	    tokens: 900000         # optional token count; counted when omitted
 //	    expect:
 //	      action: redact       # allow, redact or block (required)
 //	      level: confidential  # optional; "none" when nothing may be found
@@ -59,9 +60,11 @@ type TestOptions struct {
 	// HashKey keys the findings' hashes; nil uses a fixed key (test
 	// reports carry no hashes).
 	HashKey []byte
-	// Tokens counts the tokens of a case's input when the case does not
-	// give a count; nil estimates one token per four bytes, rounded up.
-	Tokens func(text string) int
+	// Tokens counts the tokens of a case's input against the destination's
+	// max_input_tokens (0: no limit) when the case does not give a count;
+	// nil counts like the guard does (fast bounds, then the o200k_base
+	// tokenizer only near the limit, plus the per-request overhead).
+	Tokens func(text string, limit int) (int, error)
 }
 
 // Test statuses.
@@ -175,7 +178,11 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 		opts.HashKey = []byte("aishield policy test")
 	}
 	if opts.Tokens == nil {
-		opts.Tokens = EstimateTokens
+		var c tokens.Counter
+		opts.Tokens = func(text string, limit int) (int, error) {
+			n, err := c.Check([]string{text}, limit)
+			return n.Tokens, err
+		}
 	}
 	var files []string
 	rep := &TestReport{Results: []TestResult{}}
@@ -218,10 +225,6 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 	}
 	return rep, nil
 }
-
-// EstimateTokens is a rough token count for policy tests: one token per
-// four bytes, rounded up. Tests that depend on capacity give exact counts.
-func EstimateTokens(text string) int { return (len(text) + 3) / 4 }
 
 func (r *TestReport) add(res TestResult) {
 	switch res.Status {
@@ -295,7 +298,7 @@ func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestRe
 	}
 	p, err := LoadRef(ref)
 	if err != nil {
-		fail(fmt.Errorf("policy: %w", err))
+		fail(err)
 		return
 	}
 	sc, err := p.NewScanner(opts.HashKey)
@@ -356,21 +359,27 @@ func runCase(ctx context.Context, p *Policy, sc *classifiers.Scanner, dir, file 
 		if rerr != nil {
 			return errorf("cases[%d].file: %v", i, rerr)
 		}
-		text = string(data)
-		findings, err = sc.Scan(ctx, data)
+		doc, derr := sc.ScanDocument(ctx, filepath.Base(name), data)
+		if derr != nil {
+			return errorf("cases[%d].file: %v", i, derr)
+		}
+		if doc.Skipped {
+			return errorf("cases[%d].file: %s", i, doc.Note)
+		}
+		text, findings = doc.Text, doc.Findings
 	default:
 		return errorf("cases[%d]: input or file is required", i)
 	}
 	if err != nil {
 		return errorf("cases[%d]: scan: %v", i, err)
 	}
-	tokens := 0
+	var n int
 	if c.Tokens != nil {
-		tokens = *c.Tokens
-	} else {
-		tokens = opts.Tokens(text)
+		n = *c.Tokens
+	} else if n, err = opts.Tokens(text, d.MaxInputTokens); err != nil {
+		return errorf("cases[%d]: counting tokens: %v", i, err)
 	}
-	dec := p.Decide(d, findings, tokens)
+	dec := p.Decide(d, findings, n)
 	level := dec.Level
 	if level == "" {
 		level = "none"

@@ -20,6 +20,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.AddCommand(
 		newVersionCmd(),
+		newPolicyCmd(),
 		newScanCmd(),
 	)
 	return root

@@ -1,0 +1,126 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// golden compares got with testdata/NAME, rewriting it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// Every preset has its own test cases, and they all pass.
+func TestPresetCases(t *testing.T) {
+	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "presets")}, TestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPreset := map[string]int{}
+	for _, r := range rep.Results {
+		perPreset[strings.TrimSuffix(filepath.Base(r.File), "_test.yaml")]++
+		if r.Status != TestPass {
+			t.Errorf("%s: %s: %s %v", r.File, r.Name, r.Status, r.Messages)
+		}
+	}
+	for _, name := range Presets() {
+		if perPreset[name] < 4 {
+			t.Errorf("preset %s has %d test cases, want at least 4", name, perPreset[name])
+		}
+	}
+	if rep.ExitCode() != 0 {
+		t.Errorf("exit code %d", rep.ExitCode())
+	}
+}
+
+// The runner reports passes, failures and errors like opa test, in pretty
+// and JSON form.
+func TestRunTestsGolden(t *testing.T) {
+	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "runner")}, TestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pass != 2 || rep.Fail != 2 || rep.Error != 3 {
+		t.Errorf("pass %d fail %d error %d, want 2 2 3", rep.Pass, rep.Fail, rep.Error)
+	}
+	if rep.ExitCode() != 1 {
+		t.Errorf("exit code %d, want 1 (errors win over failures)", rep.ExitCode())
+	}
+	var pretty, verbose, js bytes.Buffer
+	if err := rep.WritePretty(&pretty, false); err != nil {
+		t.Fatal(err)
+	}
+	rep.WritePretty(&verbose, true)
+	rep.WriteJSON(&js)
+	golden(t, "runner/pretty.golden", pretty.Bytes())
+	golden(t, "runner/verbose.golden", verbose.Bytes())
+	golden(t, "runner/json.golden", js.Bytes())
+	for _, out := range []string{pretty.String(), js.String()} {
+		if strings.Contains(out, "jane.doe") || strings.Contains(out, "acme-corp") {
+			t.Errorf("a raw value escaped into the report:\n%s", out)
+		}
+	}
+}
+
+func TestRunTestsExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pass := write("pass_test.yaml", "policy: secrets-only\ncases:\n  - {name: a, input: hello, expect: {action: allow}}\n")
+	fail := write("fail_test.yaml", "policy: secrets-only\ncases:\n  - {name: a, input: hello, expect: {action: block}}\n")
+	bad := write("bad_test.yaml", "policy: secrets-only\ncases: 3\n")
+	unknown := write("unknown_test.yaml", "policy: secrets-only\ncases:\n  - {name: a, input: hi, expect: {action: allow}, extra: 1}\n")
+	noCases := write("nocases_test.yaml", "policy: secrets-only\n")
+	tests := []struct {
+		paths []string
+		code  int
+	}{
+		{[]string{pass}, 0},
+		{[]string{fail}, 2},
+		{[]string{pass, fail}, 2},
+		{[]string{bad}, 1},
+		{[]string{unknown}, 1},
+		{[]string{noCases}, 1},
+		{[]string{fail, bad}, 1},
+		{[]string{filepath.Join(dir, "missing_test.yaml")}, 1},
+	}
+	for _, tt := range tests {
+		rep, err := RunTests(context.Background(), tt.paths, TestOptions{})
+		if err != nil {
+			t.Errorf("%v: %v", tt.paths, err)
+			continue
+		}
+		if rep.ExitCode() != tt.code {
+			t.Errorf("%v: exit %d, want %d: %+v", tt.paths, rep.ExitCode(), tt.code, rep.Results)
+		}
+	}
+	if _, err := RunTests(context.Background(), []string{t.TempDir()}, TestOptions{}); err == nil {
+		t.Error("a directory without test files must be an error")
+	}
+}
