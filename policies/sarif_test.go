@@ -72,15 +72,15 @@ func checkSARIF(t *testing.T, data []byte) {
 				Driver struct {
 					Name  string `json:"name"`
 					Rules []struct {
-						ID               string `json:"id"`
+						ID               string                `json:"id"`
 						ShortDescription struct{ Text string } `json:"shortDescription"`
 					} `json:"rules"`
 				} `json:"driver"`
 			} `json:"tool"`
 			Results []struct {
-				RuleID    string `json:"ruleId"`
-				RuleIndex int    `json:"ruleIndex"`
-				Level     string `json:"level"`
+				RuleID    string                `json:"ruleId"`
+				RuleIndex int                   `json:"ruleIndex"`
+				Level     string                `json:"level"`
 				Message   struct{ Text string } `json:"message"`
 				Locations []struct {
 					PhysicalLocation struct {
