@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
@@ -46,6 +47,13 @@ type fileResult struct {
 	Skipped  bool
 	Note     string
 	Findings []classifiers.Finding
+
+	// Decision is the policy decision for --destination (scanpolicy.go).
+	Decision *policies.Decision
+	// text is the scanned text, held only until runScan's onFile returns;
+	// streamed says the file was too large to hold.
+	text     string
+	streamed bool
 }
 
 // scanReport is the whole run.
@@ -64,6 +72,7 @@ func (r *scanReport) findings() int {
 
 func newScanCmd() *cobra.Command {
 	var format string
+	var sp *scanPolicy
 	cmd := &cobra.Command{
 		Use:   "scan [PATH|-]...",
 		Short: "Scan files, directories or standard input for PII, secrets and confidentiality markers",
@@ -71,45 +80,62 @@ func newScanCmd() *cobra.Command {
 built-in detectors find: PII, secrets and confidentiality markers. "-" reads standard input.
 Office documents (DOCX, XLSX, PPTX) are scanned with their sensitivity label.
 
-Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors.`,
+Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors.
+With --fail-on LEVEL, 1 only for findings at or above that policy level. With
+--destination NAME, 0 when every file may be sent there as is, 1 when one must be
+redacted or is blocked (its content or its size), 2 on errors.
+
+--format sarif writes SARIF 2.1.0 for GitHub code scanning: no values, not even
+masked previews; fingerprints are keyed hashes (set AISHIELD_HASH_KEY to a secret
+to key them privately).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text or json)", format))
+			if format != "text" && format != "json" && format != "sarif" {
+				return withCode(2, fmt.Errorf("unknown --format %q (text, json or sarif)", format))
 			}
 			if len(args) == 0 {
 				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
 			}
-			sc, err := classifiers.New(classifiers.Options{})
+			if err := sp.setup(); err != nil {
+				return withCode(2, err)
+			}
+			sc, err := sp.scanner(format)
 			if err != nil {
 				return withCode(2, err)
 			}
-			rep := runScan(cmd.Context(), sc, args, cmd.InOrStdin(), cmd.ErrOrStderr())
+			rep := runScan(cmd.Context(), sc, args, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
 			out := cmd.OutOrStdout()
-			if format == "json" {
+			switch format {
+			case "json":
 				err = writeScanJSON(out, rep)
-			} else {
-				err = writeScanText(out, rep)
+			case "sarif":
+				err = sp.writeSARIF(out, rep)
+			default:
+				if err = writeScanText(out, rep); err == nil {
+					err = sp.writeDecisions(out, rep)
+				}
 			}
 			if err != nil {
 				return withCode(2, err)
 			}
-			switch {
-			case rep.Errors > 0:
+			if rep.Errors > 0 {
 				return withCode(2, nil)
-			case rep.findings() > 0:
-				return withCode(1, nil)
+			}
+			if code := sp.exitCode(rep); code != 0 {
+				return withCode(code, nil)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or sarif")
+	sp = addScanPolicyFlags(cmd)
 	return cmd
 }
 
 // runScan collects the files under args, scans them in order and reports
-// unreadable inputs on errOut.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer) *scanReport {
+// unreadable inputs on errOut. onFile, when not nil, sees each result while
+// its text is still held.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer, onFile func(*fileResult) error) *scanReport {
 	rep := &scanReport{}
 	var files []string
 	for _, a := range args {
@@ -146,11 +172,15 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin 
 			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(files))
 		}
 		res, err := scanOne(ctx, sc, p, stdin)
+		if err == nil && onFile != nil {
+			err = onFile(res)
+		}
 		if err != nil {
 			fmt.Fprintf(errOut, "aishield: %s: %v\n", p, err)
 			rep.Errors++
 			continue
 		}
+		res.text = ""
 		rep.Files = append(rep.Files, *res)
 	}
 	if progress {
@@ -194,7 +224,7 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, p string, stdin io.Re
 	if err != nil {
 		return nil, err
 	}
-	return &fileResult{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings}, nil
+	return &fileResult{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings, text: doc.Text}, nil
 }
 
 // scanLarge streams a big input as text unless its start looks binary.
@@ -216,7 +246,7 @@ func scanLarge(ctx context.Context, sc *classifiers.Scanner, name string, r io.R
 	if err != nil {
 		return nil, err
 	}
-	return &fileResult{Path: name, Kind: "text", Findings: fs}, nil
+	return &fileResult{Path: name, Kind: "text", Findings: fs, streamed: true}, nil
 }
 
 func writeScanText(w io.Writer, rep *scanReport) error {
@@ -257,6 +287,8 @@ type jsonFile struct {
 	Skipped  bool          `json:"skipped,omitempty"`
 	Note     string        `json:"note,omitempty"`
 	Findings []scanFinding `json:"findings"`
+	// Decision is set with --destination.
+	Decision *policies.Decision `json:"decision,omitempty"`
 }
 
 func writeScanJSON(w io.Writer, rep *scanReport) error {
@@ -264,7 +296,7 @@ func writeScanJSON(w io.Writer, rep *scanReport) error {
 		Files []jsonFile `json:"files"`
 	}{Files: []jsonFile{}}
 	for _, f := range rep.Files {
-		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}}
+		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}, Decision: f.Decision}
 		for _, x := range f.Findings {
 			jf.Findings = append(jf.Findings, scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
 				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview})

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/tokens"
+	"github.com/aishield/aishield/policies"
+)
+
+// hashKeyEnv names the environment variable holding the key of finding
+// hashes (hex, or any string) so SARIF fingerprints are stable across runs
+// without being guessable.
+const hashKeyEnv = "AISHIELD_HASH_KEY"
+
+// sarifDefaultKey keys finding hashes in SARIF output when hashKeyEnv is
+// unset, so fingerprints stay stable across runs. The key is public: anyone
+// who can read the SARIF can confirm a guessed low-entropy value (a phone
+// number, say) from its fingerprint; set hashKeyEnv to a CI secret to
+// prevent that.
+const sarifDefaultKey = "aishield sarif fingerprint v1"
+
+// scanPolicy holds the policy flags of "aishield scan": --policy,
+// --destination and --fail-on, and the policy-aware parts of the scan.
+type scanPolicy struct {
+	ref, dest, failOn string
+
+	policy      *policies.Policy
+	destination *policies.Destination
+	failRank    int
+	counter     tokens.Counter
+}
+
+func addScanPolicyFlags(cmd *cobra.Command) *scanPolicy {
+	sp := &scanPolicy{}
+	f := cmd.Flags()
+	f.StringVar(&sp.ref, "policy", "", "policy file or preset ("+strings.Join(policies.Presets(), ", ")+"); the default preset when --destination or --fail-on is given alone")
+	f.StringVar(&sp.dest, "destination", "", "decide, per file, whether it may be sent to this destination of the policy: exit 0 allow, 1 redact or block, 2 error")
+	f.StringVar(&sp.failOn, "fail-on", "", "exit 1 only for findings at or above this policy level (without --destination)")
+	return sp
+}
+
+// setup loads the policy and checks the flags; errors are usage errors.
+func (sp *scanPolicy) setup() error {
+	if sp.ref == "" && (sp.dest != "" || sp.failOn != "") {
+		sp.ref = "default"
+	}
+	if sp.ref == "" {
+		return nil
+	}
+	p, err := policies.LoadRef(sp.ref)
+	if err != nil {
+		return err
+	}
+	sp.policy = p
+	if sp.dest != "" {
+		if sp.destination, err = p.Lookup(sp.dest); err != nil {
+			return err
+		}
+	}
+	if sp.failOn != "" {
+		if sp.failRank = p.Rank(sp.failOn); sp.failRank < 0 {
+			return fmt.Errorf("--fail-on %q is not a level of policy %s (%s)", sp.failOn, p.Name, strings.Join(p.Levels, ", "))
+		}
+	}
+	return nil
+}
+
+// scanner builds the scanner: the policy's (built-ins it enables plus its
+// custom rules) or every built-in. SARIF output needs a stable hash key.
+func (sp *scanPolicy) scanner(format string) (*classifiers.Scanner, error) {
+	var key []byte
+	if v := os.Getenv(hashKeyEnv); v != "" {
+		if b, err := hex.DecodeString(v); err == nil && len(b) >= 16 {
+			key = b
+		} else {
+			key = []byte(v)
+		}
+	} else if format == "sarif" {
+		key = []byte(sarifDefaultKey)
+	}
+	if sp.policy != nil {
+		return sp.policy.NewScanner(key)
+	}
+	return classifiers.New(classifiers.Options{HashKey: key})
+}
+
+// onFile decides a scanned file for the destination while its text is at
+// hand. A file too large to hold (streamed) is blocked as over capacity
+// without being counted.
+func (sp *scanPolicy) onFile(res *fileResult) error {
+	if sp.destination == nil || res.Skipped {
+		return nil
+	}
+	limit := sp.destination.MaxInputTokens
+	n := 0
+	if limit > 0 && !res.streamed {
+		c, err := sp.counter.Check([]string{res.text}, limit)
+		if err != nil {
+			return err
+		}
+		n = c.Tokens
+	}
+	d := sp.policy.Decide(sp.destination, res.Findings, n)
+	if limit > 0 && res.streamed {
+		d.Action, d.OverCapacity, d.Redact = policies.ActionBlock, true, nil
+		d.Reasons = append([]policies.Reason{{
+			Rule: sp.destination.Field + ".max_input_tokens", Action: policies.ActionBlock, Count: 1,
+			Message: fmt.Sprintf("file larger than %d MiB, too large to count: treated as over the capacity of destination %s (max_input_tokens %d)",
+				maxWholeFile>>20, sp.destination.Name, limit),
+		}}, d.Reasons...)
+	}
+	res.Decision = &d
+	return nil
+}
+
+// exitCode is the scan's exit code once inputs were read without error.
+func (sp *scanPolicy) exitCode(rep *scanReport) int {
+	switch {
+	case sp.destination != nil:
+		for _, f := range rep.Files {
+			if f.Decision != nil && f.Decision.Action != policies.ActionAllow {
+				return 1
+			}
+		}
+		return 0
+	case sp.failOn != "":
+		for _, f := range rep.Files {
+			for _, x := range f.Findings {
+				if _, rank, _ := sp.policy.LevelOf(x.Detector); rank >= sp.failRank {
+					return 1
+				}
+			}
+		}
+		return 0
+	case rep.findings() > 0:
+		return 1
+	}
+	return 0
+}
+
+// writeDecisions appends the per-file decisions to the text report.
+func (sp *scanPolicy) writeDecisions(w io.Writer, rep *scanReport) error {
+	if sp.destination == nil {
+		return nil
+	}
+	var b strings.Builder
+	counts := map[policies.Action]int{}
+	for _, f := range rep.Files {
+		if f.Decision == nil {
+			continue
+		}
+		d := f.Decision
+		counts[d.Action]++
+		if d.Action == policies.ActionAllow && len(d.Reasons) == 0 {
+			continue
+		}
+		level := d.Level
+		if level == "" {
+			level = "nothing found"
+		}
+		fmt.Fprintf(&b, "%s: %s for %s (%s)\n", f.Path, d.Action, d.Destination, level)
+		for _, r := range d.Reasons {
+			fmt.Fprintf(&b, "  %s\n", r.Message)
+		}
+	}
+	fmt.Fprintf(&b, "destination %s under policy %s: %d allowed, %d to redact, %d blocked\n",
+		sp.destination.Name, sp.policy.Name, counts[policies.ActionAllow], counts[policies.ActionRedact], counts[policies.ActionBlock])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeSARIF writes the report as SARIF 2.1.0, paths relative to the
+// working directory when they are inside it.
+func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport) error {
+	wd, _ := os.Getwd()
+	var files []policies.SARIFFile
+	for _, f := range rep.Files {
+		if f.Skipped {
+			continue
+		}
+		path := f.Path
+		if path == "-" {
+			path = "stdin"
+		} else if abs, err := filepath.Abs(path); err == nil && wd != "" {
+			if rel, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(rel, "..") {
+				path = rel
+			}
+		}
+		files = append(files, policies.SARIFFile{Path: path, Findings: f.Findings})
+	}
+	return policies.WriteSARIF(w, files, policies.SARIFOptions{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination})
+}
