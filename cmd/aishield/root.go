@@ -22,6 +22,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		newVersionCmd(),
 		newPolicyCmd(),
 		newScanCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

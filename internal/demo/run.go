@@ -1,0 +1,460 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/pagedcache"
+)
+
+// Options configures Run. The zero value replays the incident at full size.
+type Options struct {
+	// Seed makes the traffic and the server's answers reproducible.
+	Seed uint64
+	// Rounds is how many requests each tenant sends (default 4).
+	Rounds int
+	// Server configures the paged-cache server; a zero CapacityTokens
+	// selects the incident-2026 preset (681,280-token cache, pages of 64,
+	// context 1,048,576, LIFO reuse, fault oversize-stale-pages).
+	Server pagedcache.Options
+	// OversizeTokens is the size of each over-capacity prompt; 0 puts it a
+	// quarter of the way from the capacity to the context length.
+	OversizeTokens int
+	// Runs selects the runs by name (RunWithout, RunGuarded,
+	// RunInboundOnly); empty runs them all.
+	Runs []string
+	// Progress, when set, receives one line per run as it finishes.
+	Progress io.Writer
+}
+
+// The runs of a demo.
+const (
+	// RunWithout sends the traffic straight to the server.
+	RunWithout = "without"
+	// RunGuarded sends it through aishield with the destination's real KV
+	// capacity declared.
+	RunGuarded = "guarded"
+	// RunInboundOnly sends it through aishield with only the advertised
+	// context declared, so over-capacity prompts go out and inbound
+	// verification alone must catch what comes back.
+	RunInboundOnly = "inbound-only"
+)
+
+// demoKey keys the report's own finding hashes (attribution of values to
+// tenants). It is not a secret: the demo's values are fictional.
+var demoKey = []byte("aishield demo attribution key")
+
+// config is a resolved Options.
+type config struct {
+	opts     Options
+	server   pagedcache.Options
+	preset   string
+	scenario *Scenario
+	scanner  *classifiers.Scanner
+	owners   map[string]string // finding hash -> tenant that wrote the value
+	planted  []map[string]int  // per request: findings of the original text by detector
+}
+
+func resolve(opts Options) (*config, error) {
+	c := &config{opts: opts, server: opts.Server}
+	if c.server.CapacityTokens == 0 {
+		o, err := pagedcache.Preset("incident-2026")
+		if err != nil {
+			return nil, err
+		}
+		o.Seed = opts.Server.Seed
+		c.server, c.preset = o, "incident-2026"
+	}
+	if c.server.Seed == 0 {
+		c.server.Seed = opts.Seed
+	}
+	if c.server.Reuse == "" {
+		c.server.Reuse = pagedcache.ReuseLIFO
+	}
+	if c.server.PageSize == 0 {
+		c.server.PageSize = 16
+	}
+	if c.server.ContextLen == 0 {
+		c.server.ContextLen = 2 * c.server.CapacityTokens
+	}
+	if len(c.server.Faults) == 0 && c.preset == "" {
+		c.server.Faults = []pagedcache.Fault{pagedcache.FaultOversizeStalePages}
+	}
+	if c.server.ContextLen <= c.server.CapacityTokens+1024 {
+		return nil, fmt.Errorf("demo: the context length (%d) must exceed the KV capacity (%d) by more than 1,024 tokens to replay the incident",
+			c.server.ContextLen, c.server.CapacityTokens)
+	}
+	over := opts.OversizeTokens
+	if over == 0 {
+		over = c.server.CapacityTokens + (c.server.ContextLen-c.server.CapacityTokens)/4
+	}
+	if over <= c.server.CapacityTokens || over+1024 >= c.server.ContextLen {
+		return nil, fmt.Errorf("demo: over-capacity prompts of %d tokens must lie between the capacity (%d) and the context length (%d) less 1,024",
+			over, c.server.CapacityTokens, c.server.ContextLen)
+	}
+	c.opts.OversizeTokens = over
+	c.scenario = NewScenario(ScenarioOptions{Seed: opts.Seed, Rounds: opts.Rounds, OversizeTokens: over})
+	keys := map[string]string{}
+	for _, t := range c.scenario.Tenants {
+		keys[t.APIKey] = t.Name
+	}
+	c.server.APIKeys = keys
+	sc, err := classifiers.New(classifiers.Options{HashKey: demoKey})
+	if err != nil {
+		return nil, err
+	}
+	c.scanner = sc
+	c.owners = map[string]string{}
+	for _, r := range c.scenario.Requests {
+		m := map[string]int{}
+		if !r.Oversize {
+			for _, text := range []string{r.System, r.User} {
+				fs, err := sc.ScanString(context.Background(), text)
+				if err != nil {
+					return nil, err
+				}
+				for _, f := range fs {
+					m[f.Detector]++
+					c.owners[f.Hash] = r.Tenant
+				}
+			}
+		}
+		c.planted = append(c.planted, m)
+	}
+	return c, nil
+}
+
+// wrapFunc puts a door of aishield (or nothing) in front of the transport
+// that reaches the server.
+type wrapFunc func(base http.RoundTripper) http.RoundTripper
+
+// pass is one run of the whole traffic against a fresh server.
+type pass struct {
+	name, title, policy string
+	wrap                wrapFunc
+	// classify maps a request error to an outcome ("" when unknown).
+	classify func(err error, o *Outcome)
+}
+
+// recorder sits between the door and the server: it sees exactly what
+// left, and whether the request reached the server at all.
+type recorder struct {
+	base    http.RoundTripper
+	reached bool
+	body    []byte
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.reached, r.body = true, body
+	return r.base.RoundTrip(out)
+}
+
+// server is a paged-cache server on a loopback port.
+type server struct {
+	pc  *pagedcache.Server
+	url string
+	hs  *http.Server
+	ln  net.Listener
+}
+
+func startServer(opts pagedcache.Options) (*server, error) {
+	pc, err := pagedcache.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo: listen on loopback: %w", err)
+	}
+	s := &server{pc: pc, url: "http://" + ln.Addr().String(), ln: ln,
+		hs: &http.Server{Handler: pc, ReadHeaderTimeout: 10 * time.Second}}
+	go s.hs.Serve(ln)
+	return s, nil
+}
+
+func (s *server) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.hs.Shutdown(ctx)
+}
+
+// runPass sends the scenario's traffic through p against a fresh server.
+func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
+	start := time.Now()
+	srv, err := startServer(c.server)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	base := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 4, DisableCompression: true}
+	defer base.CloseIdleConnections()
+
+	run := &RunReport{Name: p.name, Title: p.title, Policy: p.policy}
+	seq := 0
+	bySeq := map[uint32]Request{} // server sequence -> scenario request
+	for _, r := range c.scenario.Requests {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ten, _ := c.scenario.Tenant(r.Tenant)
+		rec := &recorder{base: base}
+		var rt http.RoundTripper = rec
+		if p.wrap != nil {
+			rt = p.wrap(rec)
+		}
+		cfg := openai.DefaultConfig(ten.APIKey)
+		cfg.BaseURL = srv.url + "/v1"
+		cfg.HTTPClient = &http.Client{Transport: rt, Timeout: 2 * time.Minute}
+		client := openai.NewClientWithConfig(cfg)
+		text, err := send(ctx, client, r)
+
+		o := Outcome{N: r.N, Tenant: r.Tenant, Label: r.Label, Oversize: r.Oversize, Stream: r.Stream}
+		if rec.reached {
+			seq++
+			o.Sent = true
+			gt, ok := srv.pc.Request(fmt.Sprint(seq))
+			if !ok || gt.Tenant != r.Tenant {
+				return nil, fmt.Errorf("demo: no ground truth for request %d (server sequence %d)", r.N, seq)
+			}
+			bySeq[gt.Seq] = r
+			o.ServerID, o.Status = gt.ID, gt.Status
+			o.PromptTokens, o.ReportedPromptTokens = gt.PromptTokens, gt.ReportedPromptTokens
+			for _, rd := range gt.ForeignReads() {
+				if o.ForeignTokens == nil {
+					o.ForeignTokens = map[string]int{}
+				}
+				o.ForeignTokens[rd.Tenant] += rd.Tokens
+				src, ok := bySeq[rd.Request]
+				if !ok {
+					continue
+				}
+				if i := slices.IndexFunc(o.Sources, func(s Source) bool { return s.N == src.N }); i >= 0 {
+					o.Sources[i].Tokens += rd.Tokens
+				} else {
+					o.Sources = append(o.Sources, Source{N: src.N, Tenant: src.Tenant, Label: src.Label, Tokens: rd.Tokens})
+				}
+			}
+			slices.SortFunc(o.Sources, func(a, b Source) int { return a.N - b.N })
+			if !r.Oversize {
+				sent, err := c.sentValues(ctx, rec.body)
+				if err != nil {
+					return nil, fmt.Errorf("demo: request %d: %w", r.N, err)
+				}
+				o.SentValues = sent
+				o.Redacted = max(0, total(c.planted[r.N-1])-total(sent))
+			}
+		}
+		if text != "" {
+			if err := c.foreignValues(ctx, &o, text); err != nil {
+				return nil, err
+			}
+		}
+		switch {
+		case err == nil && len(o.ForeignTokens) > 0:
+			o.Result = ResultLeaked
+		case err == nil:
+			o.Result = ResultAnswered
+		default:
+			if p.classify != nil {
+				p.classify(err, &o)
+			}
+			if o.Result == "" {
+				o.Result, o.Error = ResultError, err.Error()
+			}
+		}
+		run.Requests = append(run.Requests, o)
+	}
+	run.Totals = totals(run.Requests)
+	run.Seconds = time.Since(start).Seconds()
+	return run, nil
+}
+
+// send sends r with the go-openai client and returns the answer text the
+// caller received (for a stream cut midway, what arrived before the cut).
+func send(ctx context.Context, client *openai.Client, r Request) (string, error) {
+	req := openai.ChatCompletionRequest{
+		Model: "pagedcache-1",
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: r.System},
+			{Role: openai.ChatMessageRoleUser, Content: r.User},
+		},
+		MaxTokens: r.MaxTokens,
+	}
+	if !r.Stream {
+		resp, err := client.CreateChatCompletion(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		if len(resp.Choices) == 0 {
+			return "", errors.New("the answer has no choices")
+		}
+		return resp.Choices[0].Message.Content, nil
+	}
+	req.Stream = true
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	st, err := client.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	var b strings.Builder
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			return b.String(), nil
+		}
+		if err != nil {
+			return b.String(), err
+		}
+		for _, ch := range chunk.Choices {
+			b.WriteString(ch.Delta.Content)
+		}
+	}
+}
+
+// sentValues counts the sensitive values in the messages of a request body
+// as it left: what the shared service received in clear.
+func (c *config) sentValues(ctx context.Context, body []byte) (map[string]int, error) {
+	var req openai.ChatCompletionRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("the body that left is not a chat request: %w", err)
+	}
+	m := map[string]int{}
+	for _, msg := range req.Messages {
+		fs, err := c.scanner.ScanString(ctx, msg.Content)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range fs {
+			m[f.Detector]++
+		}
+	}
+	if len(m) == 0 {
+		return nil, nil
+	}
+	return m, nil
+}
+
+// foreignValues counts the sensitive values in an answer that another
+// tenant wrote.
+func (c *config) foreignValues(ctx context.Context, o *Outcome, text string) error {
+	fs, err := c.scanner.ScanString(ctx, text)
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		owner, ok := c.owners[f.Hash]
+		if !ok || owner == o.Tenant {
+			continue
+		}
+		if o.ForeignValues == nil {
+			o.ForeignValues = map[string]int{}
+		}
+		o.ForeignValues[f.Detector]++
+		if !contains(o.ValuesFrom, owner) {
+			o.ValuesFrom = append(o.ValuesFrom, owner)
+		}
+	}
+	sort.Strings(o.ValuesFrom)
+	return nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// Run replays the scenario once per selected run, each against a fresh
+// paged-cache server on a loopback port, and returns the report. Runs are
+// independent and go in parallel; the report does not depend on timing.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	c, err := resolve(opts)
+	if err != nil {
+		return nil, err
+	}
+	passes, err := c.passes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep := c.newReport()
+	rep.Runs = make([]*RunReport, len(passes))
+	errs := make([]error, len(passes))
+	var wg sync.WaitGroup
+	var progressMu sync.Mutex
+	for i, p := range passes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep.Runs[i], errs[i] = c.runPass(ctx, p)
+			if errs[i] == nil && opts.Progress != nil {
+				progressMu.Lock()
+				fmt.Fprintf(opts.Progress, "demo: run %q done in %.1fs\n", p.name, rep.Runs[i].Seconds)
+				progressMu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// passes builds the selected runs.
+func (c *config) passes(ctx context.Context) ([]pass, error) {
+	all := []string{RunWithout}
+	want := c.opts.Runs
+	if len(want) == 0 {
+		want = all
+	}
+	var out []pass
+	for _, name := range want {
+		switch name {
+		case RunWithout:
+			out = append(out, pass{name: RunWithout, title: "without aishield"})
+		default:
+			return nil, fmt.Errorf("demo: unknown run %q (known: %s)", name, strings.Join(all, ", "))
+		}
+	}
+	return out, nil
+}
