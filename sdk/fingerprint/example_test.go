@@ -28,5 +28,5 @@ func Example() {
 	fmt.Println("guarantee t =", fingerprint.Options{}.Guarantee())
 	// Output:
 	// shared with exchange-1
-	// guarantee t = 31
+	// guarantee t = 23
 }

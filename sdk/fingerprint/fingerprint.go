@@ -12,17 +12,21 @@
 // that share a run of at least t = K + W - 1 normalised bytes always share at
 // least one fingerprint (the guarantee threshold, [Options.Guarantee]), and
 // a shared run of K + n·W - 1 bytes always yields at least n shared
-// fingerprints, consecutive in both texts. Runs shorter than K are never
-// detected (the noise threshold).
+// fingerprints, consecutive in both texts. The shared fingerprints of a
+// shared run of L ≥ t bytes cover (from the first one's start to the last
+// one's end) at least L − 2W + 2 bytes ([Options.Covered]): the first
+// window of the run selects a k-gram starting within its first W positions,
+// the last window one ending within its last W. Runs shorter than K are
+// never detected (the noise threshold).
 //
 // Normalisation folds case (Unicode simple lower case), collapses every run
 // of white space into one space and drops leading white space; with
 // [Options.StripPunctuation] ASCII punctuation counts as white space too.
 // The guarantees above are in bytes of the normalised text: a fragment of
 // ordinary prose loses at most one byte at each end to whitespace
-// collapsing, so with the defaults (K = 16, W = 16, t = 31) a 64-byte
-// fragment shared verbatim always yields at least one shared fingerprint and,
-// when it normalises to 47 bytes or more, at least two consecutive ones.
+// collapsing, so with the defaults (K = 16, W = 8, t = 23) a 64-byte
+// fragment shared verbatim (62 normalised bytes or more) always yields at
+// least five consecutive shared fingerprints covering at least 48 bytes.
 //
 // Hashes are a polynomial rolling hash over the k-gram (one multiply-add per
 // byte), passed through a 64-bit finaliser mixed with [Options.Seed]. The
@@ -39,7 +43,7 @@ import (
 // Default winnowing parameters.
 const (
 	DefaultK      = 16
-	DefaultWindow = 16
+	DefaultWindow = 8
 )
 
 // Options configure fingerprinting. The zero value uses the defaults.
@@ -79,6 +83,17 @@ func (o Options) Span(n int) int {
 		n = 1
 	}
 	return o.K + n*o.Window - 1
+}
+
+// Covered returns the number of bytes that the shared fingerprints of a
+// shared run of l normalised bytes cover at least: l − 2W + 2 when l ≥ t,
+// else 0.
+func (o Options) Covered(l int) int {
+	o = o.withDefaults()
+	if l < o.K+o.Window-1 {
+		return 0
+	}
+	return max(o.K, l-2*o.Window+2)
 }
 
 // Fingerprint is one selected k-gram hash.

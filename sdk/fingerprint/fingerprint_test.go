@@ -112,12 +112,17 @@ func TestGuarantee(t *testing.T) {
 			b := randomText(r, 150) + "y" + shared + "y" + randomText(r, 90)
 			fa, fb := OfString(a, opts), OfString(b, opts)
 			inB := hashSet(fb)
-			// Longest run of consecutive fingerprints of a found in b.
-			best, run := 0, 0
+			// Longest run of consecutive fingerprints of a found in b, and
+			// the bytes it covers.
+			best, run, cover, start := 0, 0, 0, 0
 			for _, f := range fa {
 				if inB[f.Hash] {
+					if run == 0 {
+						start = f.Offset
+					}
 					run++
 					best = max(best, run)
+					cover = max(cover, f.End-start)
 				} else {
 					run = 0
 				}
@@ -125,13 +130,17 @@ func TestGuarantee(t *testing.T) {
 			if best < n {
 				t.Fatalf("opts %+v: shared run of %d bytes gave a run of %d fingerprints, want >= %d", opts, span, best, n)
 			}
+			if want := opts.Covered(span); cover < want {
+				t.Fatalf("opts %+v: shared run of %d bytes covered %d bytes, want >= %d", opts, span, cover, want)
+			}
 		}
 	}
 }
 
 // TestGuaranteeDefaults64 states the default guarantee in the terms:
 // a 64-byte fragment of prose copied into another text always yields at
-// least one shared fingerprint, and two consecutive ones.
+// least one shared fingerprint, five consecutive ones, covering at least
+// Covered(62) = 48 bytes.
 func TestGuaranteeDefaults64(t *testing.T) {
 	if g := (Options{}).Guarantee(); g > 64-2 {
 		t.Fatalf("default guarantee t = %d does not cover a 64-byte fragment", g)
@@ -143,17 +152,21 @@ func TestGuaranteeDefaults64(t *testing.T) {
 		frag := src[start : start+64]
 		dst := prose(r, 200) + " " + frag + " " + prose(r, 200)
 		inSrc := hashSet(OfString(src, Options{}))
-		best, run := 0, 0
+		best, run, cover, first := 0, 0, 0, 0
 		for _, f := range OfString(dst, Options{}) {
 			if inSrc[f.Hash] {
+				if run == 0 {
+					first = f.Offset
+				}
 				run++
 				best = max(best, run)
+				cover = max(cover, f.End-first)
 			} else {
 				run = 0
 			}
 		}
-		if best < 2 {
-			t.Fatalf("64-byte fragment %d: best run %d", trial, best)
+		if best < 5 || cover < (Options{}).Covered(62) {
+			t.Fatalf("64-byte fragment %d: best run %d covering %d bytes", trial, best, cover)
 		}
 	}
 }

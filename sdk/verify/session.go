@@ -39,6 +39,7 @@ type session struct {
 type run struct {
 	n          int
 	start, end int
+	covered    int
 }
 
 // Begin implements inbound.Verifier. It records the request's fingerprints
@@ -366,8 +367,15 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 	}
 	var sigs []inbound.Signal
 	for i, f := range fps {
+		// Text of this exchange's own request is no evidence: it breaks
+		// runs. Boilerplate (configured, or held by many exchanges) is
+		// neutral: it neither breaks a run nor counts as evidence.
+		if s.ownFP[f.Hash] {
+			clear(s.runs)
+			continue
+		}
 		if v.boilerplate[f.Hash] {
-			continue // neutral: neither counts nor breaks a run
+			continue
 		}
 		h := holders[i]
 		others := h.Count
@@ -377,16 +385,12 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			}
 		}
 		if others > v.opts.MaxDocFreq {
-			continue // boilerplate seen in many exchanges
-		}
-		if s.ownFP[f.Hash] || others <= 0 {
-			clear(s.runs) // own or unknown text breaks every run
 			continue
 		}
-		for id, r := range s.runs {
+		// A run with exchange X goes on while X holds the fingerprints.
+		for id := range s.runs {
 			if !contains(h.Exchanges, id) {
 				delete(s.runs, id)
-				_ = r
 			}
 		}
 		for _, id := range h.Exchanges {
@@ -395,16 +399,23 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			}
 			r := s.runs[id]
 			if r == nil {
-				r = &run{start: f.Offset}
+				r = &run{start: f.Offset, end: f.Offset}
 				s.runs[id] = r
 			}
 			r.n++
-			r.end = f.End
-			if r.n == v.opts.MinRun && !s.reported["x:"+id] {
+			// Evidence is the bytes covered by the counted fingerprints
+			// (their union), not the gaps boilerplate left between them.
+			if f.Offset >= r.end {
+				r.covered += f.End - f.Offset
+			} else if f.End > r.end {
+				r.covered += f.End - r.end
+			}
+			r.end = max(r.end, f.End)
+			if r.n >= v.opts.MinRun && r.covered >= v.opts.MinSpan && !s.reported["x:"+id] {
 				s.reported["x:"+id] = true
 				sigs = append(sigs, inbound.Signal{ID: inbound.SignalCrossExchange, Start: r.start, End: r.end,
 					Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Sources: []string{id}, Confidence: 0.9,
-					Message: fmt.Sprintf("text shared with exchange %s (%d fingerprints in a row)", id, r.n)})
+					Message: fmt.Sprintf("%d bytes of text shared with exchange %s (%d fingerprints in a row)", r.covered, id, r.n)})
 			}
 		}
 	}

@@ -16,11 +16,11 @@
 //   - inbound.canary: a canary token (see [Verifier.MintCanary]) in the
 //     response that was not minted for this exchange. It names the
 //     exchange it was minted for when the store still remembers it.
-//   - inbound.cross_exchange: the response shares a run of at least MinRun
-//     consecutive winnowed fingerprints (package sdk/fingerprint) with
-//     another exchange in the store, not counting fingerprints of this
-//     exchange's own request nor boilerplate held by more than MaxDocFreq
-//     exchanges. It names the source exchange.
+//   - inbound.cross_exchange: the response shares a run of consecutive
+//     winnowed fingerprints (package sdk/fingerprint) covering at least
+//     MinSpan bytes with another exchange in the store, not counting
+//     fingerprints of this exchange's own request nor boilerplate held by
+//     more than MaxDocFreq exchanges. It names the source exchange.
 //   - inbound.template_fragment: a chat-template control token or role
 //     header ([TemplateTokens]) that the request did not contain.
 //   - inbound.usage_mismatch: the provider's usage.prompt_tokens far below
@@ -63,7 +63,8 @@ import (
 // Default tuning of a Verifier.
 const (
 	DefaultMinRun          = 2
-	DefaultMaxDocFreq      = 4
+	DefaultMinSpan         = 48
+	DefaultMaxDocFreq      = 8
 	DefaultUsageRatio      = 0.5
 	DefaultMinPromptTokens = 64
 	DefaultMaxEntityLen    = 256
@@ -93,9 +94,16 @@ type Options struct {
 	// TTL is how long exchanges are remembered; 0 means
 	// Inbound.FingerprintTTL, else fingerprint.DefaultTTL.
 	TTL time.Duration
-	// MinRun is the number of consecutive fingerprints shared with one
-	// other exchange that makes contamination; 0 means DefaultMinRun.
-	MinRun int
+	// MinRun and MinSpan: a run of at least MinRun consecutive
+	// fingerprints shared with one other exchange, covering at least
+	// MinSpan bytes of the response, is contamination. 0 means
+	// DefaultMinRun and DefaultMinSpan. With the default fingerprint
+	// options any shared fragment of 62 normalised bytes or more (64 bytes
+	// of prose) covers at least 48 bytes (fingerprint.Options.Covered), so
+	// it is always caught, while chance matches of common phrases, which
+	// rarely reach 48 bytes, are not.
+	MinRun  int
+	MinSpan int
 	// MaxDocFreq: fingerprints held by more other exchanges than this are
 	// boilerplate and ignored; 0 means DefaultMaxDocFreq.
 	MaxDocFreq int
@@ -142,6 +150,9 @@ func New(opts Options) (*Verifier, error) {
 	if v.opts.MinRun <= 0 {
 		v.opts.MinRun = DefaultMinRun
 	}
+	if v.opts.MinSpan <= 0 {
+		v.opts.MinSpan = DefaultMinSpan
+	}
 	if v.opts.MaxDocFreq <= 0 {
 		v.opts.MaxDocFreq = DefaultMaxDocFreq
 	}
@@ -187,7 +198,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.allow = newAllowList(opts.Inbound.AllowList)
 	v.holdBack = max(v.opts.MaxEntityLen, maxTemplateLen(), CanaryLen,
-		v.opts.Fingerprint.Span(v.opts.MinRun)+v.opts.Fingerprint.Guarantee())
+		v.opts.MinSpan+2*v.opts.Fingerprint.Guarantee())
 	return v, nil
 }
 
