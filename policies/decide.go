@@ -104,16 +104,26 @@ func (p *Policy) Lookup(name string) (*Destination, error) {
 // without any criterion is reachable only by name), else the default
 // destination.
 func (p *Policy) Match(baseURL, provider, model string) *Destination {
+	var u *url.URL // parsed once, when a destination needs it
 	for _, d := range p.Destinations {
-		if d.matchable() && d.matches(baseURL, provider, model) {
+		if !d.matchable() {
+			continue
+		}
+		if d.BaseURL != "" && u == nil {
+			var err error
+			if u, err = url.Parse(baseURL); err != nil {
+				u = &url.URL{Scheme: "invalid:"}
+			}
+		}
+		if d.matches(u, provider, model) {
 			return d
 		}
 	}
 	return p.Default
 }
 
-func (d *Destination) matches(baseURL, provider, model string) bool {
-	if d.BaseURL != "" && !urlHasPrefix(baseURL, d.BaseURL) {
+func (d *Destination) matches(u *url.URL, provider, model string) bool {
+	if d.BaseURL != "" && !urlPrefix(u, d.BaseURL) {
 		return false
 	}
 	if d.Provider != "" && !strings.EqualFold(d.Provider, provider) {
@@ -129,9 +139,14 @@ func (d *Destination) matches(baseURL, provider, model string) bool {
 // (case-insensitive, default ports ignored) and a path that continues the
 // prefix's path at a segment boundary.
 func urlHasPrefix(u, prefix string) bool {
-	a, err1 := url.Parse(u)
-	b, err2 := url.Parse(prefix)
-	if err1 != nil || err2 != nil {
+	a, err := url.Parse(u)
+	return err == nil && urlPrefix(a, prefix)
+}
+
+// urlPrefix is urlHasPrefix for a parsed URL.
+func urlPrefix(a *url.URL, prefix string) bool {
+	b, err := url.Parse(prefix)
+	if err != nil {
 		return false
 	}
 	if !strings.EqualFold(a.Scheme, b.Scheme) || hostPort(a) != hostPort(b) {
@@ -182,12 +197,22 @@ func (p *Policy) Decide(d *Destination, findings []classifiers.Finding, tokens i
 	}
 
 	type key struct{ rule, detector string }
+	type mapped struct {
+		level, rule string
+		rank        int
+	}
+	memo := map[string]mapped{} // detector → level, once per call
 	groups := map[key]*Reason{}
 	var order []key
 	highest := -1
 	for i, f := range findings {
-		level, rule, _ := p.levelRule(f.Detector)
-		rank := p.Rank(level)
+		m, ok := memo[f.Detector]
+		if !ok {
+			m.level, m.rule, _ = p.levelRule(f.Detector)
+			m.rank = p.Rank(m.level)
+			memo[f.Detector] = m
+		}
+		level, rule, rank := m.level, m.rule, m.rank
 		if rank > highest {
 			highest, dec.Level = rank, level
 		}

@@ -227,3 +227,22 @@ func BenchmarkDecide(b *testing.B) {
 		p.Decide(openai, fs, 1000)
 	}
 }
+
+func BenchmarkParsePreset(b *testing.B) {
+	src, _ := PresetSource("default")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, err := Parse(src, "yaml", "default.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMatch(b *testing.B) {
+	p, _ := Preset("default")
+	b.ReportAllocs()
+	for b.Loop() {
+		p.Match("https://api.anthropic.com/v1/messages", "anthropic", "claude-x")
+	}
+}
