@@ -1,0 +1,82 @@
+package pagedcache
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestParseChatRequest(t *testing.T) {
+	tests := []struct {
+		name, body string
+		wantPrompt string
+		wantMax    int
+		wantErr    string
+	}{
+		{"string content", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, "user: hi\nassistant:", 0, ""},
+		{"parts", `{"messages":[{"role":"system","content":null},{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"max_tokens":5}`, "system: \nuser: ab\nassistant:", 5, ""},
+		{"max_completion_tokens wins", `{"messages":[{"role":"user","content":"x"}],"max_tokens":5,"max_completion_tokens":7}`, "user: x\nassistant:", 7, ""},
+		{"no messages", `{"messages":[]}`, "", 0, "non-empty"},
+		{"no role", `{"messages":[{"content":"x"}]}`, "", 0, "no role"},
+		{"bad max_tokens", `{"messages":[{"role":"user","content":"x"}],"max_tokens":0}`, "", 0, "at least 1"},
+		{"n=2", `{"messages":[{"role":"user","content":"x"}],"n":2}`, "", 0, "n=1"},
+		{"content number", `{"messages":[{"role":"user","content":5}]}`, "", 0, "parse"},
+		{"truncated", `{"messages":[{"role":"user","content":"x"`, "", 0, "end of input"},
+		{"trailing", `{"messages":[{"role":"user","content":"x"}]} {}`, "", 0, "trailing"},
+		{"not json", "\x00\xff", "", 0, "syntax"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := parseChatRequest([]byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.prompt != tt.wantPrompt || g.maxTokens != tt.wantMax {
+				t.Errorf("got %q max %d", g.prompt, g.maxTokens)
+			}
+		})
+	}
+}
+
+func TestParseCompletionRequest(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"prompt":"hello"}`:             "hello",
+		`{"prompt":["hello"]}`:           "hello",
+		`{"prompt":["a","b"]}`:           "error",
+		`{"prompt":[1,2]}`:               "error",
+		`{"prompt":""}`:                  "error",
+		`{}`:                             "error",
+		`{"prompt":"x","max_tokens":-1}`: "error",
+	} {
+		g, err := parseCompletionRequest([]byte(body))
+		if (err != nil) != (want == "error") || (err == nil && g.prompt != want) {
+			t.Errorf("%s: %q, %v", body, g.prompt, err)
+		}
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stream_options":{"include_usage":true}}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"max_tokens":3}`))
+	f.Add([]byte(`{"prompt":["x"],"max_tokens":1}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"\u0000\ud800"}]}`))
+	f.Add([]byte("\xff{"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		if g, err := parseChatRequest(body); err == nil {
+			if !strings.HasSuffix(g.prompt, "assistant:") || g.maxTokens < 0 || !utf8.ValidString(g.prompt) {
+				t.Fatalf("bad chat parse %+v", g)
+			}
+		} else if strings.Contains(err.Error(), "\n") {
+			t.Fatalf("multi-line error %q", err)
+		}
+		if g, err := parseCompletionRequest(body); err == nil && (g.prompt == "" || g.maxTokens < 0) {
+			t.Fatalf("bad completion parse %+v", g)
+		}
+	})
+}
