@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
@@ -239,10 +240,18 @@ func (r *TestReport) add(res TestResult) {
 }
 
 // parseTestFile reads a test file with a fresh viper instance.
-func parseTestFile(path string) (tf rawTestFile, err error) {
+func parseTestFile(path string) (rawTestFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return tf, err
+		return rawTestFile{}, err
+	}
+	return parseTestData(data, path)
+}
+
+// parseTestData parses the bytes of a test file called path.
+func parseTestData(data []byte, path string) (tf rawTestFile, err error) {
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return tf, fmt.Errorf("%s: not valid UTF-8 text", path)
 	}
 	if len(data) > 16*MaxPolicySize {
 		return tf, fmt.Errorf("%s: test file larger than %d bytes", path, 16*MaxPolicySize)
