@@ -63,6 +63,11 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pagedcache: tokenizer: %w", err)
 	}
+	// Warm the tokenizer (its vocabulary tables are built on first use) so
+	// the first request does not pay for it.
+	if ids, _, err := codec.Encode("warm up"); err == nil {
+		_, _ = codec.Decode(ids)
+	}
 	s := &Server{
 		opts:        o,
 		codec:       codec,

@@ -20,6 +20,8 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	root.AddCommand(
 		newVersionCmd(),
+		newCacheServerCmd(),
+		newVerifyCmd(),
 		newPolicyCmd(),
 		newScanCmd(),
 		newDemoCmd(),
