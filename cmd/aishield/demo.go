@@ -32,8 +32,9 @@ The same traffic then goes through aishield, once with the destination's real KV
 declared in the policy and once with only its advertised context declared (so inbound
 verification alone must catch what comes back), and the report sets the runs side by side.
 
-No network and no account: everything runs on 127.0.0.1. The exit status is 1 when aishield let
-a contaminated answer through or withheld a clean one, 0 otherwise.`,
+No network and no account: everything runs on 127.0.0.1. The exit status is 1 when a run through
+aishield delivered a contaminated answer or failed a request, 0 otherwise (answers withheld
+although clean are reported as false alarms).`,
 		Example: `  aishield demo
   aishield demo --json | jq '.runs[].totals'
   aishield demo --capacity-tokens 16384 --context-len 32768   # a small, fast server`,
@@ -63,9 +64,9 @@ a contaminated answer through or withheld a clean one, 0 otherwise.`,
 				return err
 			}
 			for _, run := range rep.Runs {
-				if run.Name != demo.RunWithout && (run.Totals.Leaked > 0 || run.Totals.FalseAlarms > 0 || run.Totals.Errors > 0) {
-					return withCode(1, fmt.Errorf("run %q: %d contaminated answers delivered, %d false alarms, %d errors",
-						run.Name, run.Totals.Leaked, run.Totals.FalseAlarms, run.Totals.Errors))
+				if run.Name != demo.RunWithout && (run.Totals.Leaked > 0 || run.Totals.Errors > 0) {
+					return withCode(1, fmt.Errorf("run %q: %d contaminated answers delivered, %d errors",
+						run.Name, run.Totals.Leaked, run.Totals.Errors))
 				}
 			}
 			return nil

@@ -3,6 +3,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,9 @@ import (
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/pagedcache"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/verify"
 )
 
 // Options configures Run. The zero value replays the incident at full size.
@@ -240,9 +245,9 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 		if rec.reached {
 			seq++
 			o.Sent = true
-			gt, ok := srv.pc.Request(fmt.Sprint(seq))
+			gt, ok := groundTruth(ctx, srv.pc, seq)
 			if !ok || gt.Tenant != r.Tenant {
-				return nil, fmt.Errorf("demo: no ground truth for request %d (server sequence %d)", r.N, seq)
+				return nil, fmt.Errorf("demo: no ground truth for request %d (server sequence %d; %v %+v)", r.N, seq, ok, gt)
 			}
 			bySeq[gt.Seq] = r
 			o.ServerID, o.Status = gt.ID, gt.Status
@@ -295,6 +300,21 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 	run.Totals = totals(run.Requests)
 	run.Seconds = time.Since(start).Seconds()
 	return run, nil
+}
+
+// groundTruth returns the server's record of its seq-th request. The server
+// files a record once its handler returns, which may be a moment after the
+// client read the last byte of a stream.
+func groundTruth(ctx context.Context, pc *pagedcache.Server, seq int) (pagedcache.RequestRecord, bool) {
+	for wait := time.Millisecond; ; wait *= 2 {
+		if gt, ok := pc.Request(strconv.Itoa(seq)); ok {
+			return gt, true
+		}
+		if wait > time.Second || ctx.Err() != nil {
+			return pagedcache.RequestRecord{}, false
+		}
+		time.Sleep(wait)
+	}
 }
 
 // send sends r with the go-openai client and returns the answer text the
@@ -442,7 +462,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 
 // passes builds the selected runs.
 func (c *config) passes(ctx context.Context) ([]pass, error) {
-	all := []string{RunWithout}
+	all := []string{RunWithout, RunGuarded, RunInboundOnly}
 	want := c.opts.Runs
 	if len(want) == 0 {
 		want = all
@@ -452,9 +472,95 @@ func (c *config) passes(ctx context.Context) ([]pass, error) {
 		switch name {
 		case RunWithout:
 			out = append(out, pass{name: RunWithout, title: "without aishield"})
+		case RunGuarded:
+			p, err := c.guardedPass(ctx, RunGuarded, "with aishield", c.server.CapacityTokens,
+				fmt.Sprintf("policy demo: max_input_tokens %s, the real KV capacity", num(c.server.CapacityTokens)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		case RunInboundOnly:
+			p, err := c.guardedPass(ctx, RunInboundOnly, "aishield, capacity undeclared", c.server.ContextLen,
+				fmt.Sprintf("policy demo: max_input_tokens %s, the advertised context; inbound verification alone", num(c.server.ContextLen)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
 		default:
 			return nil, fmt.Errorf("demo: unknown run %q (known: %s)", name, strings.Join(all, ", "))
 		}
 	}
 	return out, nil
+}
+
+//go:embed policy.yaml
+var policyTemplate string
+
+// Policy returns the demo's policy with the shared service's
+// max_input_tokens set to maxInput.
+func Policy(maxInput int) (*policies.Policy, error) {
+	text := strings.ReplaceAll(policyTemplate, "MAX_INPUT_TOKENS", strconv.Itoa(maxInput))
+	return policies.Parse([]byte(text), "yaml", "demo.yaml")
+}
+
+// guardedPass builds a run through aishield: one Guard (and one verifier
+// with its in-memory fingerprint store) for the whole run, as one process
+// would have; every request goes through an sdk.Transport.
+func (c *config) guardedPass(ctx context.Context, name, title string, maxInput int, desc string) (pass, error) {
+	pol, err := Policy(maxInput)
+	if err != nil {
+		return pass{}, err
+	}
+	sc, err := pol.NewScanner(nil)
+	if err != nil {
+		return pass{}, err
+	}
+	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: sc})
+	if err != nil {
+		return pass{}, err
+	}
+	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "shared-inference", Classifier: sc, Verifier: v})
+	if err != nil {
+		return pass{}, err
+	}
+	return pass{name: name, title: title, policy: desc,
+		wrap:     func(base http.RoundTripper) http.RoundTripper { return &sdk.Transport{Guard: g, Base: base} },
+		classify: classifyGuardError,
+	}, nil
+}
+
+// classifyGuardError maps what the guard returned to the request's result.
+func classifyGuardError(err error, o *Outcome) {
+	var be *sdk.BlockedError
+	var ce *sdk.ContaminationError
+	switch {
+	case errors.As(err, &be):
+		o.Result = ResultBlocked
+		if be.OverCapacity {
+			o.Result = ResultRefused
+		}
+		for _, r := range be.Reasons {
+			what := r.Detector
+			if what == "" {
+				what = r.Rule
+			}
+			if r.Count > 1 {
+				what = fmt.Sprintf("%d %s", r.Count, what)
+			}
+			if !contains(o.Reasons, what) {
+				o.Reasons = append(o.Reasons, what)
+			}
+		}
+	case errors.As(err, &ce):
+		o.Result = ResultCaught
+		if len(o.ForeignTokens) == 0 {
+			o.Result, o.Error = ResultFalseAlarm, err.Error()
+		}
+		for _, s := range ce.Signals {
+			if !contains(o.Signals, s.ID) {
+				o.Signals = append(o.Signals, s.ID)
+			}
+		}
+		sort.Strings(o.Signals)
+	}
 }
