@@ -14,7 +14,8 @@ import (
 	"github.com/aishield/aishield/classifiers"
 )
 
-// Explanation says what a policy lets go to one destination, and why.
+// Explanation says what a policy lets go to one destination, and why. It is
+// a plain value: its methods only read it and may run concurrently.
 type Explanation struct {
 	Policy      string             `json:"policy"`
 	Source      string             `json:"source"`

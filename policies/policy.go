@@ -145,7 +145,8 @@ type CustomRule struct {
 }
 
 // Destination is where requests go: an AI provider endpoint, a model or a
-// family of models.
+// family of models. Destinations of a loaded policy are never modified and
+// are safe for concurrent use.
 type Destination struct {
 	// Name identifies the destination in the policy and on the command line.
 	Name string
@@ -231,7 +232,8 @@ type Audit struct {
 	Enabled bool
 }
 
-// Decision is the outcome of [Policy.Decide].
+// Decision is the outcome of [Policy.Decide]: a plain value owned by the
+// caller.
 type Decision struct {
 	// Action is what to do with the request.
 	Action Action `json:"action"`

@@ -97,7 +97,8 @@ type Outcome struct {
 }
 
 // TestReport holds the results of RunTests in a deterministic order: files
-// sorted by path, cases in file order.
+// sorted by path, cases in file order. It is a plain value: its methods
+// only read it and may run concurrently.
 type TestReport struct {
 	Results []TestResult `json:"results"`
 	Pass    int          `json:"pass"`

@@ -61,8 +61,8 @@ func TestRunTestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Pass != 2 || rep.Fail != 2 || rep.Error != 3 {
-		t.Errorf("pass %d fail %d error %d, want 2 2 3", rep.Pass, rep.Fail, rep.Error)
+	if rep.Pass != 3 || rep.Fail != 2 || rep.Error != 3 {
+		t.Errorf("pass %d fail %d error %d, want 3 2 3", rep.Pass, rep.Fail, rep.Error)
 	}
 	if rep.ExitCode() != 1 {
 		t.Errorf("exit code %d, want 1 (errors win over failures)", rep.ExitCode())
