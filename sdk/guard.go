@@ -1,0 +1,433 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/tokens"
+	"github.com/aishield/aishield/internal/wire"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// Classifier finds sensitive values in a text. *classifiers.Scanner
+// implements it; the guard builds one from the policy unless
+// Options.Classifier is set. Implementations must be safe for concurrent
+// use.
+type Classifier interface {
+	ScanString(ctx context.Context, text string) ([]classifiers.Finding, error)
+}
+
+var _ Classifier = (*classifiers.Scanner)(nil)
+
+// DefaultTimeout bounds the guard's own work on one request (classification)
+// when Options.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// Options configures a Guard.
+type Options struct {
+	// Policy is the policy to enforce. Required.
+	Policy *policies.Policy
+	// Destination forces the policy destination by name; "" matches each
+	// request's URL, provider and model against the policy's destinations
+	// (falling back to its default).
+	Destination string
+	// Key keys the classifier's finding hashes. Nil draws a random key per
+	// Guard. Placeholder secrets are drawn per exchange regardless.
+	Key []byte
+	// Classifier replaces the scanner built from the policy.
+	Classifier Classifier
+	// Verifier checks every response (streamed ones incrementally). Nil
+	// checks only for foreign placeholders.
+	Verifier ResponseVerifier
+	// Audit receives the audit trail. Nil writes none, unless AuditLog is
+	// set.
+	Audit io.Writer
+	// AuditLog, when set, is used instead of Audit (for example one opened
+	// with OpenAuditLog, which continues an existing file's chain).
+	AuditLog *AuditLog
+	// Timeout bounds the classification of one request; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Encoding is the tiktoken encoding of exact token counts; "" means
+	// o200k_base.
+	Encoding string
+	// Now returns the current time for the audit trail; nil means time.Now.
+	Now func() time.Time
+}
+
+// Guard enforces a policy on requests and verifies responses. Every door
+// (Client, Transport, the proxy, the CLI) calls the same Guard methods. A
+// Guard is safe for concurrent use by multiple goroutines.
+type Guard struct {
+	policy     *policies.Policy
+	dest       *policies.Destination
+	classifier Classifier
+	verifier   ResponseVerifier
+	audit      *AuditLog
+	timeout    time.Duration
+	counter    *tokens.Counter
+	now        func() time.Time
+}
+
+// New builds a Guard. It fails when the policy is missing, the forced
+// destination is unknown, or the policy's classifier does not compile.
+func New(ctx context.Context, opts Options) (*Guard, error) {
+	if opts.Policy == nil {
+		return nil, errors.New("sdk: Options.Policy is required")
+	}
+	g := &Guard{
+		policy:     opts.Policy,
+		classifier: opts.Classifier,
+		verifier:   opts.Verifier,
+		audit:      opts.AuditLog,
+		timeout:    opts.Timeout,
+		counter:    &tokens.Counter{Encoding: opts.Encoding},
+		now:        opts.Now,
+	}
+	if opts.Destination != "" {
+		d, ok := opts.Policy.Destination(opts.Destination)
+		if !ok {
+			return nil, fmt.Errorf("sdk: policy %q has no destination %q", opts.Policy.Name, opts.Destination)
+		}
+		g.dest = d
+	}
+	if g.classifier == nil {
+		sc, err := opts.Policy.NewScanner(opts.Key)
+		if err != nil {
+			return nil, fmt.Errorf("sdk: policy %q: %w", opts.Policy.Name, err)
+		}
+		g.classifier = sc
+	}
+	if g.audit == nil && opts.Audit != nil {
+		g.audit = NewAuditLog(opts.Audit, "")
+	}
+	if g.timeout <= 0 {
+		g.timeout = DefaultTimeout
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	return g, nil
+}
+
+// Policy returns the guard's policy.
+func (g *Guard) Policy() *policies.Policy { return g.policy }
+
+// Request is an outbound request as the guard sees it.
+type Request struct {
+	// URL is the request URL (a path alone is accepted); its path tells
+	// the body kind and the whole URL matches destinations.
+	URL string
+	// Provider is "openai" or "anthropic" when the caller knows; "" infers
+	// it from the body kind.
+	Provider string
+	// Body is the request body. It is not modified.
+	Body []byte
+	// ContentType is the body's media type; "" is taken as JSON.
+	ContentType string
+}
+
+// Exchange is one request going through the guard, and then its response.
+// Methods must be called from one goroutine at a time.
+type Exchange struct {
+	// ID identifies the exchange in the audit trail and in contamination
+	// reports.
+	ID string
+	// Destination is the policy destination decided for.
+	Destination string
+	// Model and Kind are the model named and the body format.
+	Model string
+	Kind  string
+	// Decision is the policy decision (Action allow or redact: a blocked
+	// request never yields an Exchange).
+	Decision policies.Decision
+	// Tokens is the local token count (exact only when near a limit).
+	Tokens      int
+	TokensExact bool
+	// Findings counts the outbound findings per detector.
+	Findings map[string]int
+	// Redacted is the number of values replaced.
+	Redacted int
+	// Body is the body to send: the original bytes when nothing changed.
+	Body []byte
+	// Streamed reports that the request asks for a streamed response.
+	Streamed bool
+	// FailedOpen reports that the guard failed and the policy let the
+	// request through unchecked.
+	FailedOpen bool
+
+	g        *Guard
+	kind     wire.Kind
+	vault    *vault
+	info     *inbound.Exchange
+	session  inbound.Session
+	start    time.Time
+	once     sync.Once
+	signals  []inbound.Signal
+	verdict  string
+	status   int
+	failNote string
+}
+
+// newID returns 16 random hex digits.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Check runs the outbound side of the guard: it extracts every text of the
+// request, classifies them, decides, and returns the Exchange with the body
+// to send. A refused request returns *BlockedError (nothing may be sent); a
+// failure of the guard returns *GuardError unless the policy fails open, in
+// which case the Exchange carries the original body and FailedOpen.
+func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
+	x := &Exchange{ID: newID(), g: g, start: g.now(), Body: req.Body, Findings: map[string]int{}}
+	x.vault = newVault(randomSecret())
+	err := g.check(ctx, req, x)
+	if err == nil {
+		return x, nil
+	}
+	var be *BlockedError
+	if errors.As(err, &be) {
+		x.verdict = "not_sent"
+		g.record(x)
+		return nil, err
+	}
+	var ge *GuardError
+	if errors.As(err, &ge) && g.policy.FailOpen {
+		x.FailedOpen, x.Body, x.failNote = true, req.Body, ge.Stage
+		x.Decision.Action = policies.ActionAllow
+		return x, nil
+	}
+	x.verdict, x.failNote = "not_sent", "guard_error"
+	if ge != nil {
+		x.failNote = ge.Stage
+	}
+	g.record(x)
+	return nil, err
+}
+
+func randomSecret() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}
+
+func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error) {
+	fail := func(stage string, e error) error { return &GuardError{Stage: stage, Exchange: x.ID, Err: e} }
+	if g.audit != nil {
+		if err := g.audit.Err(); err != nil {
+			return fail("audit", err)
+		}
+	}
+	urlPath, baseURL := req.URL, req.URL
+	if u, perr := url.Parse(req.URL); perr == nil {
+		urlPath = u.Path
+	}
+	var wr *wire.Request
+	if isJSON(req.ContentType) || len(bytes.TrimSpace(req.Body)) == 0 {
+		if len(bytes.TrimSpace(req.Body)) == 0 {
+			wr = &wire.Request{Kind: wire.KindGeneric}
+		} else {
+			wr, err = wire.ParseRequest(urlPath, req.Body)
+			if err != nil {
+				return fail("parse", err)
+			}
+		}
+	} else {
+		// Not JSON (a file upload, form data): classify the raw body as
+		// one text; it can be allowed or blocked, not redacted.
+		wr = &wire.Request{Kind: wire.KindGeneric, Segments: []wire.Segment{{Field: "body", Text: string(req.Body)}}}
+	}
+	x.kind, x.Kind, x.Model, x.Streamed = wr.Kind, string(wr.Kind), wr.Model, wr.Stream
+	provider := req.Provider
+	if provider == "" {
+		provider = wr.Kind.Provider()
+	}
+	d := g.dest
+	if d == nil {
+		d = g.policy.Match(baseURL, provider, wr.Model)
+	}
+	x.Destination = d.Name
+
+	// Classify every text, with the guard's own time budget and a panic in
+	// a classifier turned into a guard failure.
+	texts := make([]string, len(wr.Segments))
+	for i, s := range wr.Segments {
+		texts[i] = s.Text
+	}
+	perSeg, err := g.classify(ctx, texts)
+	if err != nil {
+		return fail("classify", err)
+	}
+	var flat []classifiers.Finding
+	type ref struct{ seg, idx int }
+	var refs []ref
+	for si, fs := range perSeg {
+		for fi, f := range fs {
+			flat = append(flat, f)
+			refs = append(refs, ref{si, fi})
+			x.Findings[f.Detector]++
+		}
+	}
+
+	count, err := g.counter.Check(texts, d.MaxInputTokens)
+	if err != nil {
+		return fail("tokens", err)
+	}
+	x.Tokens, x.TokensExact = count.Tokens, count.Exact
+	tokensForDecision := count.Tokens
+	if count.Over && tokensForDecision <= d.MaxInputTokens {
+		tokensForDecision = d.MaxInputTokens + 1
+	}
+	dec := g.policy.Decide(d, flat, tokensForDecision)
+	x.Decision = dec
+	if dec.Action == policies.ActionBlock {
+		return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level,
+			OverCapacity: dec.OverCapacity, Tokens: count.Tokens, Reasons: dec.Reasons}
+	}
+	sent := texts
+	if dec.Action == policies.ActionRedact && len(dec.Redact) > 0 {
+		if wr.Kind == wire.KindGeneric && len(wr.Segments) == 1 && wr.Segments[0].Field == "body" && !isJSON(req.ContentType) {
+			return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: count.Tokens,
+				Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
+					Message: "a non-JSON body cannot be redacted"})}
+		}
+		bySeg := map[int][]classifiers.Finding{}
+		for _, fi := range dec.Redact {
+			r := refs[fi]
+			bySeg[r.seg] = append(bySeg[r.seg], perSeg[r.seg][r.idx])
+		}
+		sent = append([]string(nil), texts...)
+		for si, fs := range bySeg {
+			s, n := g.redact(x.vault, texts[si], fs)
+			if err := wr.Set(si, s); err != nil {
+				return fail("rewrite", err)
+			}
+			sent[si] = s
+			x.Redacted += n
+		}
+	}
+	info := &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
+		Texts: texts, Sent: sent, Findings: perSeg, Placeholders: x.vault.order,
+		Tokens: count.Tokens, TokensExact: count.Exact, Streamed: wr.Stream}
+	x.info = info
+	changed := x.Redacted > 0
+	if g.verifier != nil {
+		if cm, ok := g.verifier.(inbound.CanaryMinter); ok && g.policy.Inbound.Canary && g.policy.Inbound.Action(inbound.SignalCanary) != policies.SignalOff {
+			canary, err := safeCall(func() (string, error) { return cm.MintCanary(ctx, info) })
+			if err != nil {
+				return fail("verify", err)
+			}
+			if canary != "" && wr.AddSystemText(canary) {
+				info.Canary = canary
+				info.Sent = append(info.Sent, canary)
+				changed = true
+			}
+		}
+		sess, err := safeCall(func() (inbound.Session, error) { return g.verifier.Begin(ctx, info) })
+		if err != nil {
+			return fail("verify", err)
+		}
+		x.session = sess
+	}
+	if changed {
+		body, err := wr.Encode()
+		if err != nil {
+			return fail("rewrite", err)
+		}
+		x.Body = body
+	}
+	return nil
+}
+
+func isJSON(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	ct = strings.ToLower(ct)
+	return strings.Contains(ct, "json")
+}
+
+// safeCall runs f, turning a panic into an error that names no value.
+func safeCall[T any](f func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{stack: string(debug.Stack())}
+		}
+	}()
+	return f()
+}
+
+// panicError reports a recovered panic. It keeps the stack (code locations)
+// but not the panic value, which could hold input.
+type panicError struct{ stack string }
+
+func (e *panicError) Error() string { return "panic in a detector or verifier (value withheld)" }
+
+// classify scans every text within the guard's timeout.
+func (g *Guard) classify(ctx context.Context, texts []string) ([][]classifiers.Finding, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	out := make([][]classifiers.Finding, len(texts))
+	for i, t := range texts {
+		if t == "" {
+			continue
+		}
+		fs, err := safeCall(func() ([]classifiers.Finding, error) { return g.classifier.ScanString(ctx, t) })
+		if err != nil {
+			return nil, err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("classification: %w", cerr)
+		}
+		for _, f := range fs {
+			if f.Start < 0 || f.End > len(t) || f.Start > f.End {
+				return nil, fmt.Errorf("classifier returned span [%d,%d) outside a text of %d bytes", f.Start, f.End, len(t))
+			}
+		}
+		out[i] = fs
+	}
+	return out, nil
+}
+
+// redact replaces the findings in s per the policy's redaction style and
+// returns the new text and the number of values replaced. Overlapping
+// findings are merged into the first.
+func (g *Guard) redact(v *vault, s string, fs []classifiers.Finding) (string, int) {
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+	var b strings.Builder
+	last, n := 0, 0
+	for _, f := range fs {
+		if f.Start < last {
+			continue
+		}
+		b.WriteString(s[last:f.Start])
+		switch g.policy.Redaction.Style {
+		case policies.RedactMask:
+			b.WriteString(f.Preview)
+		case policies.RedactRemove:
+			b.WriteString("[" + f.Detector + "]")
+		default:
+			b.WriteString(v.placeholder(f.Detector, s[f.Start:f.End]))
+		}
+		last = f.End
+		n++
+	}
+	b.WriteString(s[last:])
+	return b.String(), n
+}

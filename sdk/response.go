@@ -1,0 +1,205 @@
+package sdk
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/aishield/aishield/internal/wire"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// foreignSignals turns foreign placeholder tokens into signals; base is the
+// offset of the text in the response text fed so far.
+func foreignSignals(fs []foreignToken, base int) []inbound.Signal {
+	out := make([]inbound.Signal, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, inbound.Signal{
+			ID: inbound.SignalForeignPlaceholder, Start: base + f.start, End: base + f.end,
+			Preview:    "[[" + f.label + "_…]]",
+			Message:    "a redaction placeholder this exchange did not mint (another request's), not restored",
+			Confidence: 1,
+		})
+	}
+	return out
+}
+
+// apply files signals per the policy's actions and returns the blocking
+// ones.
+func (x *Exchange) apply(sigs []inbound.Signal) []inbound.Signal {
+	var blocking []inbound.Signal
+	for _, s := range sigs {
+		switch x.g.policy.Inbound.Action(s.ID) {
+		case policies.SignalOff:
+			continue
+		case policies.SignalFlag:
+			x.signals = append(x.signals, s)
+		default:
+			x.signals = append(x.signals, s)
+			blocking = append(blocking, s)
+		}
+	}
+	return blocking
+}
+
+func (x *Exchange) contamination(blocking []inbound.Signal) *ContaminationError {
+	e := &ContaminationError{Exchange: x.ID, Destination: x.Destination, Signals: blocking}
+	seen := map[string]bool{}
+	for _, s := range blocking {
+		for _, src := range s.Sources {
+			if !seen[src] {
+				seen[src] = true
+				e.Sources = append(e.Sources, src)
+			}
+		}
+	}
+	sort.Strings(e.Sources)
+	return e
+}
+
+// verdict sets the exchange's verdict from what was filed.
+func (x *Exchange) settle(blocked bool) {
+	switch {
+	case blocked:
+		x.verdict = "contaminated"
+	case len(x.signals) > 0:
+		x.verdict = "flagged"
+	case x.session == nil && x.g.verifier != nil, x.FailedOpen:
+		x.verdict = "unverified"
+	case x.session == nil:
+		x.verdict = "clean" // placeholders checked; no verifier configured
+	default:
+		x.verdict = "clean"
+	}
+}
+
+// Restore replaces this exchange's placeholders in text by their values and
+// reports placeholder-shaped tokens of other exchanges as signals (they are
+// left in place).
+func (x *Exchange) Restore(text string) (string, []inbound.Signal) {
+	res := x.vault.restore(text, false)
+	return res.text, foreignSignals(res.foreign, 0)
+}
+
+// Fail records an exchange whose response never came (the upstream failed
+// or the caller gave up).
+func (x *Exchange) Fail(status int) {
+	x.status = status
+	if x.session != nil {
+		_, _ = safeCall(func() ([]inbound.Signal, error) {
+			return x.session.Close(context.Background(), inbound.End{Truncated: true})
+		})
+	}
+	x.verdict = "error"
+	x.g.record(x)
+}
+
+// Response verifies a whole (non-streamed) response body and restores this
+// exchange's placeholders in it. It returns the body to deliver, or
+// *ContaminationError when a blocking signal fired (the body must not be
+// delivered), or *GuardError when the body cannot be checked and the
+// policy fails closed. Non-JSON bodies of a non-2xx status are passed as
+// they are.
+func (x *Exchange) Response(ctx context.Context, status int, contentType string, body []byte) (out []byte, err error) {
+	x.status = status
+	defer x.g.record(x)
+	if x.FailedOpen {
+		x.verdict = "unverified"
+		return body, nil
+	}
+	fail := func(stage string, e error) ([]byte, error) {
+		if x.session != nil {
+			_, _ = safeCall(func() ([]inbound.Signal, error) {
+				return x.session.Close(ctx, inbound.End{Truncated: true})
+			})
+		}
+		if x.g.policy.FailOpen {
+			x.FailedOpen, x.failNote, x.verdict = true, stage, "unverified"
+			return body, nil
+		}
+		x.verdict, x.failNote = "error", stage
+		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: e}
+	}
+	var resp *wire.Response
+	switch {
+	case len(strings.TrimSpace(string(body))) == 0:
+		resp = &wire.Response{Kind: x.kind}
+	case isJSON(contentType):
+		resp, err = wire.ParseResponse(x.kind, body)
+		if err != nil {
+			if status >= 300 {
+				x.verdict = "error"
+				return body, nil
+			}
+			return fail("response", err)
+		}
+	case strings.HasPrefix(strings.ToLower(contentType), "text/"):
+		resp = &wire.Response{Kind: x.kind, Segments: []wire.Segment{{Field: "body", Text: string(body)}}}
+	default:
+		// Audio, images, binary files: nothing textual to verify.
+		x.verdict = "unverified"
+		return body, nil
+	}
+	var sigs []inbound.Signal
+	var all strings.Builder
+	restored := make([]string, len(resp.Segments))
+	changed := false
+	for i, seg := range resp.Segments {
+		if i > 0 {
+			all.WriteByte('\n')
+		}
+		res := x.vault.restore(seg.Text, seg.JSON)
+		sigs = append(sigs, foreignSignals(res.foreign, all.Len())...)
+		restored[i] = res.text
+		changed = changed || res.restored > 0
+		all.WriteString(res.text)
+	}
+	if x.session != nil {
+		s1, err := safeCall(func() ([]inbound.Signal, error) {
+			return x.session.Write(ctx, inbound.Delta{Text: all.String(), ID: resp.ID, Model: resp.Model})
+		})
+		if err != nil {
+			return fail("verify", err)
+		}
+		end := inbound.End{Model: resp.Model, FinishReason: resp.FinishReason, HasUsage: resp.Usage.Present,
+			PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+		if resp.ID != "" {
+			end.IDs = []string{resp.ID}
+		}
+		sess := x.session
+		x.session = nil // closed
+		s2, err := safeCall(func() ([]inbound.Signal, error) { return sess.Close(ctx, end) })
+		x.session = sess
+		if err != nil {
+			return fail("verify", err)
+		}
+		sigs = append(append(sigs, s1...), s2...)
+	}
+	if blocking := x.apply(sigs); len(blocking) > 0 {
+		x.settle(true)
+		return nil, x.contamination(blocking)
+	}
+	x.settle(false)
+	if !changed {
+		return body, nil
+	}
+	if resp.Segments[0].Field == "body" && len(resp.Segments) == 1 && !isJSON(contentType) {
+		return []byte(restored[0]), nil
+	}
+	for i, t := range restored {
+		if t != resp.Segments[i].Text {
+			if err := resp.Set(i, t); err != nil {
+				return fail("response", err)
+			}
+		}
+	}
+	out, err = resp.Encode()
+	if err != nil {
+		return fail("response", err)
+	}
+	return out, nil
+}
+
+var errCut = errors.New("stream cut")

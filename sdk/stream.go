@@ -1,0 +1,442 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/aishield/aishield/internal/sse"
+	"github.com/aishield/aishield/internal/wire"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// StreamOptions tunes Exchange.Stream.
+type StreamOptions struct {
+	// ErrorEvent, when true, ends a cut stream with an SSE error event in
+	// the provider's format before the typed error (for proxies, whose
+	// client is remote). In-process callers leave it false so that their
+	// client library surfaces the *ContaminationError itself.
+	ErrorEvent bool
+}
+
+// Stream filters an SSE response body: it restores this exchange's
+// placeholders (also when one is split across events), feeds the text to
+// the verifier and releases each event only once the verifier vouches for
+// its text. On a blocking signal the stream is cut: Read returns
+// *ContaminationError and nothing unverified is released. The returned
+// reader closes body when closed or done.
+func (x *Exchange) Stream(ctx context.Context, body io.ReadCloser, opts StreamOptions) io.ReadCloser {
+	x.Streamed = true
+	if x.info != nil {
+		x.info.Streamed = true
+	}
+	f := &streamFilter{x: x, ctx: ctx, src: body, r: sse.NewReader(body), opts: opts,
+		pending: map[string]string{}, tmpl: map[string]template{}}
+	f.w = sse.NewWriter(&f.out)
+	return f
+}
+
+type template struct {
+	typ  string
+	data []byte
+	seg  int
+}
+
+type item struct {
+	ev      *sse.Event // original event (nil for a synthesized one)
+	typ     string
+	data    []byte // new data when modified or synthesized
+	textEnd int    // offset in the verified text at the end of this item
+}
+
+type streamFilter struct {
+	x    *Exchange
+	ctx  context.Context
+	src  io.ReadCloser
+	r    *sse.Reader
+	opts StreamOptions
+
+	out bytes.Buffer
+	w   *sse.Writer
+
+	pending map[string]string   // held-back raw text per channel
+	tmpl    map[string]template // last delta event per channel
+	queue   []item
+	written int // bytes of text fed to the verifier
+	closed  bool
+	sawDone bool
+	end     inbound.End
+	err     error // sticky: returned once out is drained
+	open    bool  // failed open: pass raw events from now on
+}
+
+func (f *streamFilter) Close() error {
+	if f.err == nil {
+		f.err = errors.New("sdk: stream closed")
+		if !f.closed {
+			f.x.Fail(f.x.status)
+		}
+	}
+	return f.src.Close()
+}
+
+func (f *streamFilter) Read(p []byte) (int, error) {
+	for f.out.Len() == 0 && f.err == nil {
+		f.step()
+	}
+	if f.out.Len() > 0 {
+		return f.out.Read(p)
+	}
+	return 0, f.err
+}
+
+// step reads and handles one upstream event.
+func (f *streamFilter) step() {
+	ev, err := f.r.Next()
+	if err != nil {
+		f.finish(err)
+		return
+	}
+	if f.open || f.closed || len(ev.Data) == 0 {
+		f.enqueueRaw(ev)
+		f.release(f.closed || f.open)
+		return
+	}
+	se, perr := wire.ParseStreamEvent(ev.Event, ev.Data)
+	if perr != nil {
+		if f.failOpen("stream") {
+			f.release(true)
+			f.enqueueRaw(ev)
+			f.release(true)
+			return
+		}
+		f.cutGuard("stream", perr)
+		return
+	}
+	f.track(se)
+	ended := func(ch string) bool {
+		if se.EndsAll {
+			return true
+		}
+		for _, e := range se.Ends {
+			if ch == e || strings.HasPrefix(ch, e+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	// Held-back text of channels this event closes (and does not carry)
+	// goes out first, in events of its own.
+	inEvent := map[string]bool{}
+	for _, s := range se.Segments {
+		if s.Channel != "" {
+			inEvent[s.Channel] = true
+		}
+	}
+	for _, ch := range sortedChannels(f.pending) {
+		if ended(ch) && !inEvent[ch] {
+			if !f.flush(ch) {
+				return
+			}
+		}
+	}
+	var sigs []inbound.Signal
+	var text strings.Builder
+	modified := false
+	for i, seg := range se.Segments {
+		src := seg.Text
+		if seg.Channel != "" {
+			src = f.pending[seg.Channel] + seg.Text
+			hold := 0
+			if !ended(seg.Channel) {
+				hold = holdBack(src)
+			}
+			f.pending[seg.Channel] = src[len(src)-hold:]
+			src = src[:len(src)-hold]
+			f.tmpl[seg.Channel] = template{typ: ev.Event, data: bytes.Clone(ev.Data), seg: i}
+		}
+		res := f.x.vault.restore(src, seg.JSON)
+		if seg.Channel != "" {
+			sigs = append(sigs, foreignSignals(res.foreign, f.written+text.Len())...)
+			text.WriteString(res.text)
+		} else {
+			sigs = append(sigs, foreignSignals(res.foreign, f.written)...)
+		}
+		if res.text != seg.Text {
+			if err := se.Set(i, res.text); err != nil {
+				f.cutGuard("stream", err)
+				return
+			}
+			modified = true
+		}
+	}
+	it := item{ev: ev, typ: ev.Event}
+	if modified {
+		data, err := se.Encode()
+		if err != nil {
+			f.cutGuard("stream", err)
+			return
+		}
+		it.data = data
+	}
+	if !f.enqueue(it, text.String(), se.ID, se.Model, sigs) {
+		return
+	}
+	if se.Done {
+		f.sawDone = true
+		f.closeSession()
+		return
+	}
+	f.release(false)
+}
+
+func sortedChannels(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != "" {
+			out = append(out, k)
+		}
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// track keeps the metadata the verifier gets at the end.
+func (f *streamFilter) track(se *wire.StreamEvent) {
+	if se.ID != "" && (len(f.end.IDs) == 0 || f.end.IDs[len(f.end.IDs)-1] != se.ID) {
+		known := false
+		for _, id := range f.end.IDs {
+			known = known || id == se.ID
+		}
+		if !known {
+			f.end.IDs = append(f.end.IDs, se.ID)
+		}
+	}
+	if se.Model != "" {
+		f.end.Model = se.Model
+	}
+	if se.FinishReason != "" {
+		f.end.FinishReason = se.FinishReason
+	}
+	if se.Usage.Present {
+		f.end.HasUsage = true
+		if se.Usage.PromptTokens > 0 {
+			f.end.PromptTokens = se.Usage.PromptTokens
+		}
+		if se.Usage.CompletionTokens > 0 {
+			f.end.CompletionTokens = se.Usage.CompletionTokens
+		}
+	}
+}
+
+// flush releases the held-back text of channel ch as an event synthesized
+// from the channel's last event.
+func (f *streamFilter) flush(ch string) bool {
+	held := f.pending[ch]
+	delete(f.pending, ch)
+	if held == "" {
+		return true
+	}
+	t := f.tmpl[ch]
+	se, err := wire.ParseStreamEvent(t.typ, t.data)
+	if err != nil {
+		f.cutGuard("stream", err)
+		return false
+	}
+	res := f.x.vault.restore(held, se.Segments[t.seg].JSON)
+	data, err := se.Only(t.seg, res.text)
+	if err != nil {
+		f.cutGuard("stream", err)
+		return false
+	}
+	return f.enqueue(item{typ: t.typ, data: data}, res.text, "", "", foreignSignals(res.foreign, f.written))
+}
+
+// enqueue queues an item whose verified text is text, feeding text to the
+// verifier and filing signals. It returns false when the stream was cut.
+func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.Signal) bool {
+	if f.x.session != nil && !f.closed && (text != "" || id != "") {
+		s, err := safeCall(func() ([]inbound.Signal, error) {
+			return f.x.session.Write(f.ctx, inbound.Delta{Text: text, ID: id, Model: model})
+		})
+		if err != nil {
+			if f.failOpen("verify") {
+				f.closed = true
+			} else {
+				f.cutGuard("verify", err)
+				return false
+			}
+		}
+		sigs = append(sigs, s...)
+	}
+	f.written += len(text)
+	it.textEnd = f.written
+	f.queue = append(f.queue, it)
+	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+		f.cut(f.x.contamination(blocking))
+		return false
+	}
+	return true
+}
+
+func (f *streamFilter) enqueueRaw(ev *sse.Event) {
+	f.queue = append(f.queue, item{ev: ev, typ: ev.Event, textEnd: f.written})
+}
+
+// release writes out the queued items the verifier vouches for (all of
+// them when all is true).
+func (f *streamFilter) release(all bool) {
+	vouched := f.written
+	if !all && !f.closed && f.x.session != nil {
+		hb := 0
+		if v, err := safeCall(func() (int, error) { return f.x.session.HoldBack(), nil }); err == nil {
+			hb = v
+		}
+		vouched -= max(hb, 0)
+	}
+	n := 0
+	for _, it := range f.queue {
+		if !all && it.textEnd > vouched {
+			break
+		}
+		var err error
+		switch {
+		case it.data != nil:
+			ev := &sse.Event{Event: it.typ, Data: it.data, Retry: -1}
+			if it.ev != nil {
+				ev.ID, ev.HasID = it.ev.ID, it.ev.HasID
+			}
+			err = f.w.Write(ev)
+		default:
+			err = f.w.WriteRaw(it.ev.Raw)
+		}
+		if err != nil {
+			f.err = err
+			return
+		}
+		n++
+	}
+	f.queue = f.queue[n:]
+}
+
+// closeSession ends verification and releases the rest.
+func (f *streamFilter) closeSession() {
+	for _, ch := range sortedChannels(f.pending) {
+		if !f.flush(ch) {
+			return
+		}
+	}
+	if f.closed {
+		f.release(true)
+		return
+	}
+	f.closed = true
+	var sigs []inbound.Signal
+	if f.x.session != nil {
+		f.end.Truncated = !f.sawDone
+		s, err := safeCall(func() ([]inbound.Signal, error) { return f.x.session.Close(f.ctx, f.end) })
+		if err != nil {
+			if !f.failOpen("verify") {
+				f.cutGuard("verify", err)
+				return
+			}
+		}
+		sigs = s
+	}
+	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+		f.cut(f.x.contamination(blocking))
+		return
+	}
+	f.release(true)
+	f.x.settle(false)
+	f.x.g.record(f.x)
+}
+
+// finish handles the end of the upstream body (err is io.EOF or the read
+// error).
+func (f *streamFilter) finish(err error) {
+	var se *sse.Error
+	if errors.As(err, &se) {
+		if f.failOpen("stream") {
+			f.release(true)
+			f.x.g.record(f.x)
+			f.err = err
+			return
+		}
+		f.cutGuard("stream", err)
+		return
+	}
+	if !f.closed {
+		f.closeSession()
+		if f.err != nil {
+			return
+		}
+	}
+	f.release(true)
+	f.err = err
+	if err == io.EOF && !f.sawDone {
+		f.err = io.EOF // a stream without terminal event: recorded as truncated
+	}
+}
+
+func (f *streamFilter) failOpen(stage string) bool {
+	if !f.x.g.policy.FailOpen {
+		return false
+	}
+	f.x.FailedOpen, f.x.failNote = true, stage
+	f.open = true
+	return true
+}
+
+// cut ends the stream with err: nothing queued is released.
+func (f *streamFilter) cut(err error) {
+	f.queue = nil
+	f.pending = map[string]string{}
+	if f.x.session != nil && !f.closed {
+		f.closed = true
+		_, _ = safeCall(func() ([]inbound.Signal, error) {
+			return f.x.session.Close(f.ctx, inbound.End{Truncated: true})
+		})
+	}
+	f.closed = true
+	var ce *ContaminationError
+	if errors.As(err, &ce) {
+		f.x.settle(true)
+	} else {
+		f.x.verdict = "error"
+	}
+	f.x.g.record(f.x)
+	if f.opts.ErrorEvent {
+		f.writeErrorEvent(err)
+	}
+	f.err = err
+	_ = f.src.Close()
+}
+
+func (f *streamFilter) cutGuard(stage string, err error) {
+	f.x.failNote = stage
+	f.cut(&GuardError{Stage: stage, Exchange: f.x.ID, Err: err})
+}
+
+func (f *streamFilter) writeErrorEvent(err error) {
+	typ := "aishield_guard_error"
+	var ce *ContaminationError
+	if errors.As(err, &ce) {
+		typ = "aishield_contamination"
+	}
+	msg := err.Error()
+	if f.x.kind == wire.KindAnthropic {
+		data, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+		_ = f.w.Write(&sse.Event{Event: "error", Data: data, Retry: -1})
+		return
+	}
+	data, _ := json.Marshal(map[string]any{"error": map[string]any{"type": typ, "code": typ, "message": msg}})
+	_ = f.w.Write(&sse.Event{Data: data, Retry: -1})
+}

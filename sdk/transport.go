@@ -1,0 +1,151 @@
+package sdk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxBody bounds the request and (non-streamed) response bodies the
+// Transport buffers when Transport.MaxBody is zero.
+const DefaultMaxBody = 64 << 20
+
+// Transport is an http.RoundTripper that puts the guard in front of any HTTP
+// client: OpenAI (chat completions, completions, responses, embeddings) and
+// Anthropic (messages) bodies and SSE streams are understood, other JSON
+// bodies have all their strings classified.
+//
+// It follows the RoundTripper contract: the caller's request is never
+// modified (it is cloned and the clone gets the filtered body,
+// ContentLength and GetBody), the request body is always closed, and an
+// error is returned only when there is no response to return: a blocked
+// request (*BlockedError, nothing sent), a failure of the guard
+// (*GuardError, failing closed), a non-streamed response that carried
+// foreign material (*ContaminationError, the response is discarded), or
+// the inner transport's error. A streamed response that turns out
+// contaminated is cut: reading its body returns *ContaminationError.
+//
+// A Transport is safe for concurrent use. Its zero value is not usable: it
+// needs a Guard (RoundTrip fails closed without one).
+type Transport struct {
+	// Guard enforces the policy. Required.
+	Guard *Guard
+	// Base sends the filtered request; nil means http.DefaultTransport.
+	Base http.RoundTripper
+	// Provider, when set, names the provider of every request ("openai",
+	// "anthropic"); otherwise it is inferred from the body.
+	Provider string
+	// Stream tunes the handling of SSE responses.
+	Stream StreamOptions
+	// MaxBody bounds the bodies the Transport buffers; 0 means
+	// DefaultMaxBody.
+	MaxBody int64
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+func (t *Transport) base() http.RoundTripper {
+	if t.Base != nil {
+		return t.Base
+	}
+	return http.DefaultTransport
+}
+
+func (t *Transport) maxBody() int64 {
+	if t.MaxBody > 0 {
+		return t.MaxBody
+	}
+	return DefaultMaxBody
+}
+
+// readLimited reads all of r up to limit bytes.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("body larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		var err error
+		body, err = readLimited(req.Body, t.maxBody())
+		req.Body.Close()
+		if err != nil {
+			return nil, &GuardError{Stage: "parse", Err: fmt.Errorf("reading request body: %w", err)}
+		}
+	}
+	if t.Guard == nil {
+		return nil, &GuardError{Stage: "parse", Err: errors.New("sdk.Transport has no Guard")}
+	}
+	ctx := req.Context()
+	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Body: body,
+		ContentType: req.Header.Get("Content-Type")})
+	if err != nil {
+		return nil, err
+	}
+	out := req.Clone(ctx)
+	if len(x.Body) > 0 || req.Body != nil {
+		sent := x.Body
+		out.Body = io.NopCloser(bytes.NewReader(sent))
+		out.ContentLength = int64(len(sent))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(sent)), nil }
+		if out.Header.Get("Content-Length") != "" {
+			out.Header.Set("Content-Length", strconv.Itoa(len(sent)))
+		}
+	}
+	// Let the inner transport negotiate and undo compression, so that the
+	// guard reads plain bodies.
+	out.Header.Del("Accept-Encoding")
+
+	resp, err := t.base().RoundTrip(out)
+	if err != nil {
+		x.Fail(0)
+		return nil, err
+	}
+	ct := resp.Header.Get("Content-Type")
+	media, _, _ := mime.ParseMediaType(ct)
+	if resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity") {
+		resp.Body.Close()
+		err := &GuardError{Stage: "response", Exchange: x.ID, Err: fmt.Errorf("compressed response (%s) cannot be verified", resp.Header.Get("Content-Encoding"))}
+		if !t.Guard.policy.FailOpen {
+			x.Fail(resp.StatusCode)
+			return nil, err
+		}
+		x.FailedOpen, x.failNote, x.verdict, x.status = true, "response", "unverified", resp.StatusCode
+		t.Guard.record(x)
+		return resp, nil
+	}
+	if media == "text/event-stream" {
+		resp.Body = x.Stream(ctx, resp.Body, t.Stream)
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return resp, nil
+	}
+	data, err := readLimited(resp.Body, t.maxBody())
+	resp.Body.Close()
+	if err != nil {
+		x.Fail(resp.StatusCode)
+		return nil, &GuardError{Stage: "response", Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
+	}
+	data, err = x.Response(ctx, resp.StatusCode, ct, data)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+	resp.Uncompressed = false
+	return resp, nil
+}

@@ -1,0 +1,369 @@
+package sdk_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+func openaiClient(u *upstream, g *sdk.Guard) openai.Client {
+	return openai.NewClient(option.WithAPIKey("test-key"), option.WithBaseURL(u.URL+"/v1/"),
+		option.WithMaxRetries(0), option.WithHTTPClient(&http.Client{Transport: &sdk.Transport{Guard: g}}))
+}
+
+func anthropicClient(u *upstream, g *sdk.Guard) anthropic.Client {
+	return anthropic.NewClient(anthropicoption.WithAPIKey("test-key"), anthropicoption.WithBaseURL(u.URL),
+		anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(&http.Client{Transport: &sdk.Transport{Guard: g}}))
+}
+
+// assertRedactedUpstream checks that the upstream saw placeholders, never
+// the raw value.
+func assertRedactedUpstream(t *testing.T, u *upstream) {
+	t.Helper()
+	bodies := u.received()
+	if len(bodies) == 0 {
+		t.Fatal("upstream received nothing")
+	}
+	for _, b := range bodies {
+		if strings.Contains(b, email) {
+			t.Fatalf("upstream received the raw value: %s", b)
+		}
+		if !placeholderRE.MatchString(b) {
+			t.Fatalf("upstream body has no placeholder: %s", b)
+		}
+	}
+}
+
+func TestOpenAIGoRedactAndRestore(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	g := newGuard(t, sdk.Options{})
+	client := openaiClient(u, g)
+	prompt := "Please write to " + email + " today"
+
+	t.Run("chat", func(t *testing.T) {
+		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
+			Model: "gpt-4o", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Choices[0].Message.Content; got != "You said: "+prompt {
+			t.Fatalf("content = %q", got)
+		}
+	})
+	t.Run("chat stream", func(t *testing.T) {
+		stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+			Model: "gpt-4o", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}})
+		var b strings.Builder
+		n := 0
+		for stream.Next() {
+			if ch := stream.Current().Choices; len(ch) > 0 {
+				b.WriteString(ch[0].Delta.Content)
+			}
+			n++
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != "You said: "+prompt || n < 10 {
+			t.Fatalf("streamed %d chunks: %q", n, b.String())
+		}
+	})
+	t.Run("responses", func(t *testing.T) {
+		resp, err := client.Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.OutputText(); got != "You said: "+prompt {
+			t.Fatalf("output = %q", got)
+		}
+	})
+	t.Run("embeddings", func(t *testing.T) {
+		_, err := client.Embeddings.New(ctx, openai.EmbeddingNewParams{Model: "text-embedding-3-small",
+			Input: openai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: []string{prompt}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	assertRedactedUpstream(t, u)
+}
+
+func TestAnthropicRedactAndRestore(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	g := newGuard(t, sdk.Options{})
+	client := anthropicClient(u, g)
+	prompt := "Forward this to " + email + ", thanks"
+	params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))}}
+
+	msg, err := client.Messages.New(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := msg.Content[0].Text; got != "You said: "+prompt {
+		t.Fatalf("content = %q", got)
+	}
+	stream := client.Messages.NewStreaming(ctx, params)
+	acc := anthropic.Message{}
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := acc.Content[0].Text; got != "You said: "+prompt {
+		t.Fatalf("streamed content = %q", got)
+	}
+	assertRedactedUpstream(t, u)
+}
+
+func TestGoOpenAIClient(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	var audit bytes.Buffer
+	g := newGuard(t, sdk.Options{Audit: &audit})
+	cfg := goopenai.DefaultConfig("test-key")
+	cfg.BaseURL = u.URL + "/v1"
+	c := sdk.NewClient(g, cfg)
+	prompt := "Call me at " + phone + " or mail " + email
+	req := goopenai.ChatCompletionRequest{Model: "gpt-4o", Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: prompt}}}
+
+	resp, err := c.CreateChatCompletion(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Choices[0].Message.Content != "You said: "+prompt {
+		t.Fatalf("content = %q", resp.Choices[0].Message.Content)
+	}
+	stream, err := c.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Choices) > 0 {
+			b.WriteString(r.Choices[0].Delta.Content)
+		}
+	}
+	stream.Close()
+	if b.String() != "You said: "+prompt {
+		t.Fatalf("streamed = %q", b.String())
+	}
+	cresp, err := c.CreateCompletion(ctx, goopenai.CompletionRequest{Model: "gpt-3.5-turbo-instruct", Prompt: prompt})
+	if err != nil || cresp.Choices[0].Text != "You said: "+prompt {
+		t.Fatalf("completion = %+v, %v", cresp, err)
+	}
+	if _, err := c.CreateEmbeddings(ctx, goopenai.EmbeddingRequestStrings{Input: []string{prompt}, Model: goopenai.SmallEmbedding3}); err != nil {
+		t.Fatal(err)
+	}
+	assertRedactedUpstream(t, u)
+
+	// Blocked: nothing reaches the upstream, errors.As finds the reason.
+	before := len(u.received())
+	_, err = c.CreateChatCompletion(ctx, goopenai.ChatCompletionRequest{Model: "gpt-4o",
+		Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "use " + secret}}})
+	var be *sdk.BlockedError
+	if !errors.As(err, &be) || be.Reasons[0].Detector != "secret.gitlab_token" {
+		t.Fatalf("err = %v, want *BlockedError for secret.gitlab_token", err)
+	}
+	if len(u.received()) != before {
+		t.Fatal("a blocked request reached the upstream")
+	}
+	n, _, err := sdk.ReadAudit(&audit, false, nil)
+	if err != nil || n != 5 {
+		t.Fatalf("audit lines %d, err %v", n, err)
+	}
+}
+
+// TestForeignPlaceholderNeverRestored shows that a placeholder minted for
+// one request, returned in the response to another request (as a shared
+// engine leaking another tenant's context would), is not restored: the
+// response is refused as contaminated, plain and streamed.
+func TestForeignPlaceholderNeverRestored(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	g := newGuard(t, sdk.Options{})
+	client := openaiClient(u, g)
+
+	// Request A carries the e-mail; the upstream sees only its placeholder.
+	if _, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("my address is " + email)}}); err != nil {
+		t.Fatal(err)
+	}
+	leaked := placeholderRE.FindString(u.received()[0])
+	if leaked == "" {
+		t.Fatal("no placeholder sent")
+	}
+	// Request B (another user, no e-mail) gets A's placeholder back.
+	u.reply = func(string) string { return "Earlier someone wrote " + leaked + " here." }
+	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	var ce *sdk.ContaminationError
+	if !errors.As(err, &ce) || ce.Signals[0].ID != inbound.SignalForeignPlaceholder {
+		t.Fatalf("err = %v, want *ContaminationError with %s", err, inbound.SignalForeignPlaceholder)
+	}
+	if strings.Contains(err.Error(), email) {
+		t.Fatal("the other request's value leaked into the error")
+	}
+	stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	var got strings.Builder
+	for stream.Next() {
+		if ch := stream.Current().Choices; len(ch) > 0 {
+			got.WriteString(ch[0].Delta.Content)
+		}
+	}
+	if !errors.As(stream.Err(), &ce) {
+		t.Fatalf("stream err = %v, want *ContaminationError", stream.Err())
+	}
+	if strings.Contains(got.String(), email) || strings.Contains(got.String(), "[[") {
+		t.Fatalf("stream released %q", got.String())
+	}
+}
+
+// markerVerifier is a small real verifier for the tests: it flags the word
+// FOREIGN with a hold-back of its length.
+type markerVerifier struct{}
+
+type markerSession struct{ text strings.Builder }
+
+func (markerVerifier) Begin(ctx context.Context, ex *inbound.Exchange) (inbound.Session, error) {
+	return &markerSession{}, nil
+}
+func (s *markerSession) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal, error) {
+	before := strings.Contains(s.text.String(), "FOREIGN")
+	s.text.WriteString(d.Text)
+	if !before {
+		if i := strings.Index(s.text.String(), "FOREIGN"); i >= 0 {
+			return []inbound.Signal{{ID: inbound.SignalCrossExchange, Start: i, End: i + 7, Sources: []string{"abc123"}, Preview: "F*****N"}}, nil
+		}
+	}
+	return nil, nil
+}
+func (s *markerSession) HoldBack() int { return len("FOREIGN") - 1 }
+func (s *markerSession) Close(ctx context.Context, end inbound.End) ([]inbound.Signal, error) {
+	return nil, nil
+}
+
+func TestStreamCutBeforeContamination(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	u.chunk = 2
+	u.reply = func(string) string { return "safe prefix text, then FOREIGN material" }
+	g := newGuard(t, sdk.Options{Verifier: markerVerifier{}})
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			var got strings.Builder
+			var err error
+			if provider == "openai" {
+				client := openaiClient(u, g)
+				stream := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
+					Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+				for stream.Next() {
+					if ch := stream.Current().Choices; len(ch) > 0 {
+						got.WriteString(ch[0].Delta.Content)
+					}
+				}
+				err = stream.Err()
+			} else {
+				client := anthropicClient(u, g)
+				stream := client.Messages.NewStreaming(ctx, anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 10,
+					Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}})
+				for stream.Next() {
+					if d, ok := stream.Current().AsAny().(anthropic.ContentBlockDeltaEvent); ok {
+						got.WriteString(d.Delta.Text)
+					}
+				}
+				err = stream.Err()
+			}
+			var ce *sdk.ContaminationError
+			if !errors.As(err, &ce) || ce.Sources[0] != "abc123" {
+				t.Fatalf("err = %v, want *ContaminationError from abc123", err)
+			}
+			if strings.Contains(got.String(), "FOR") || !strings.HasPrefix(got.String(), "safe prefix") {
+				t.Fatalf("released %q: want the verified prefix only", got.String())
+			}
+		})
+	}
+}
+
+// TestTransportContract checks the http.RoundTripper rules: the caller's
+// request is left alone, the clone carries body, ContentLength and GetBody
+// (a 307 redirect replays the redacted body), nil Base is the default
+// transport.
+func TestTransportContract(t *testing.T) {
+	u := newUpstream(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/redirect/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, u.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	redir := newServer(t, mux)
+	g := newGuard(t, sdk.Options{})
+	body := chatBody("hello " + email)
+	req, _ := http.NewRequest("POST", redir+"/redirect/x", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
+	origHeader := req.Header.Clone()
+	origLen := req.ContentLength
+	client := &http.Client{Transport: &sdk.Transport{Guard: g}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(out), email) {
+		t.Fatalf("response not restored: %s", out)
+	}
+	if req.ContentLength != origLen || len(req.Header) != len(origHeader) || req.Header.Get("Accept-Encoding") != "gzip" {
+		t.Fatal("caller's request was modified")
+	}
+	assertRedactedUpstream(t, u)
+
+	// No Guard: fail closed, and the body is still closed.
+	cb := &closeTracker{Reader: bytes.NewReader(body)}
+	req2, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", cb)
+	if _, err := (&sdk.Transport{}).RoundTrip(req2); err == nil || !cb.closed {
+		t.Fatalf("zero Transport: err=%v closed=%v", err, cb.closed)
+	}
+	// A blocked request closes the body and returns no response.
+	cb = &closeTracker{Reader: bytes.NewReader(chatBody(secret))}
+	req3, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", cb)
+	resp, err = (&sdk.Transport{Guard: g}).RoundTrip(req3)
+	var be *sdk.BlockedError
+	if resp != nil || !errors.As(err, &be) || !cb.closed {
+		t.Fatalf("blocked: resp=%v err=%v closed=%v", resp, err, cb.closed)
+	}
+}
+
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return nil }
