@@ -83,11 +83,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
 			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text, "refusal": nil}, "finish_reason": "stop", "logprobs": nil}},
-			"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": len(text) / 4, "total_tokens": prompt + len(text)/4}})
+			"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": len(text) / 4, "total_tokens": prompt + len(text)/4}})
 	case strings.HasSuffix(r.URL.Path, "/completions"):
 		writeJSON(w, map[string]any{"id": "cmpl-1", "object": "text_completion", "created": 1, "model": model,
 			"choices": []any{map[string]any{"index": 0, "text": text, "finish_reason": "stop", "logprobs": nil}},
-			"usage": map[string]any{"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}})
+			"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}})
 	case strings.HasSuffix(r.URL.Path, "/responses"):
 		writeJSON(w, map[string]any{"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": model,
 			"output": []any{map[string]any{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
