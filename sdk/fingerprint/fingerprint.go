@@ -355,8 +355,8 @@ func (w *Winnower) Take() []Fingerprint {
 // Of returns the fingerprints of text in order of position.
 func Of(text []byte, opts Options) []Fingerprint {
 	w := NewWinnower(opts)
-	// Rough capacity: the expected density of winnowing is 2/(W+1).
-	w.out = make([]Fingerprint, 0, 2*len(text)/(w.w+1)+1)
+	// Capacity: the expected density of winnowing is 2/(W+1); leave room.
+	w.out = make([]Fingerprint, 0, 2*len(text)/w.w+16)
 	w.feed(text)
 	out := w.out
 	w.out = nil

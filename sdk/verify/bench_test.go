@@ -1,0 +1,121 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// BenchmarkVerify4KB verifies a 4 KB response (whole) against a store that
+// remembers a thousand earlier exchanges.
+func BenchmarkVerify4KB(b *testing.B) {
+	ctx := context.Background()
+	v := newTestVerifier(b, Options{})
+	g := gen{r: rand.New(rand.NewPCG(1, 2))}
+	for i := 0; i < 1000; i++ {
+		ge := g.exchange(v, fmt.Sprint("warm-", i))
+		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ge := g.exchange(v, "bench")
+	var resp strings.Builder
+	for resp.Len() < 4<<10 {
+		resp.WriteString(g.sentence() + " ")
+	}
+	text := resp.String()[:4<<10]
+	// Begin (request side) is done once per exchange by the guard; the
+	// benchmark measures the response side: write and close.
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := v.begin(ctx, ge.ex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Write(ctx, inbound.Delta{Text: text}); err != nil {
+			b.Fatal(err)
+		}
+		s.closed = true // measure without recording the response each loop
+		if _, err := s.check(ctx, true); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStream4KB verifies the same 4 KB streamed in 16-byte pieces.
+func BenchmarkStream4KB(b *testing.B) {
+	ctx := context.Background()
+	v := newTestVerifier(b, Options{})
+	g := gen{r: rand.New(rand.NewPCG(3, 4))}
+	ge := g.exchange(v, "bench")
+	var resp strings.Builder
+	for resp.Len() < 4<<10 {
+		resp.WriteString(g.sentence() + " ")
+	}
+	text := resp.String()[:4<<10]
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := v.Stream(ctx, ge.ex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < len(text); i += 16 {
+			if _, _, err := st.Write(ctx, inbound.Delta{Text: text[i:min(i+16, len(text))]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.s.closed = true
+	}
+}
+
+// FuzzSession feeds arbitrary response text in arbitrary pieces: no panic,
+// spans within the text, no raw value in a preview of a foreign entity.
+func FuzzSession(f *testing.F) {
+	f.Add("Mail bob.martin@globex-industries.com <|im_start|> aishield-canary-abcdefghijklmnop", uint8(3))
+	f.Add("\xff\x00<｜User｜>[INST] card 4916 3385 0608 2832", uint8(1))
+	f.Add(strings.Repeat("<|", 100), uint8(7))
+	v, err := New(Options{HashKey: testKey, CanaryKey: testKey})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string, step uint8) {
+		ctx := context.Background()
+		s, err := v.begin(ctx, &inbound.Exchange{ID: "fuzz", Texts: []string{"hello jane.doe@acme-corp.com"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int(step)%17 + 1
+		var sigs []inbound.Signal
+		for p := text; len(p) > 0; {
+			k := min(n, len(p))
+			got, err := s.Write(ctx, inbound.Delta{Text: p[:k]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sigs = append(sigs, got...)
+			if s.HoldBack() < 0 || s.HoldBack() > len(s.buf) {
+				t.Fatalf("hold-back %d of %d bytes", s.HoldBack(), len(s.buf))
+			}
+			p = p[k:]
+		}
+		got, err := s.Close(ctx, inbound.End{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sigs = append(sigs, got...)
+		for _, sg := range sigs {
+			if sg.Start < 0 || sg.End > len(text) || sg.Start > sg.End {
+				t.Fatalf("span %d-%d outside %d bytes", sg.Start, sg.End, len(text))
+			}
+			if sg.ID == inbound.SignalForeignEntity && len(text[sg.Start:sg.End]) > 8 && strings.Contains(sg.Preview, text[sg.Start:sg.End]) {
+				t.Fatalf("preview reveals the value")
+			}
+		}
+	})
+}
