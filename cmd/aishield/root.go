@@ -21,6 +21,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 	root.AddCommand(
 		newVersionCmd(),
 		newCacheServerCmd(),
+		newVerifyCmd(),
 		newPolicyCmd(),
 		newScanCmd(),
 		newDemoCmd(),
