@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -208,9 +210,25 @@ func decode(data []byte, format string) (raw rawPolicy, md mapstructure.Metadata
 		dc.Metadata = &md
 		dc.ErrorUnused = false
 		dc.WeaklyTypedInput = false
-		dc.DecodeHook = nil
+		dc.DecodeHook = wholeNumbers
 	})
 	return raw, md, err
+}
+
+// wholeNumbers refuses to truncate or overflow when a number the parser
+// read as a float (JSON numbers, huge YAML integers) fills an int field.
+func wholeNumbers(from, to reflect.Type, data any) (any, error) {
+	if to.Kind() != reflect.Int || (from.Kind() != reflect.Float64 && from.Kind() != reflect.Float32) {
+		return data, nil
+	}
+	f := reflect.ValueOf(data).Float()
+	switch {
+	case f != math.Trunc(f) || math.IsNaN(f):
+		return nil, fmt.Errorf("expected a whole number, got %v", f)
+	case f >= math.MaxInt32*float64(1<<31) || f < -math.MaxInt32*float64(1<<31):
+		return nil, fmt.Errorf("number %v is out of range", f)
+	}
+	return int(f), nil
 }
 
 // decodeProblems turns a viper or mapstructure error into field errors.

@@ -153,6 +153,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", "levels: [a]\nlevles: [b]\n", "levles", "unknown-field", ""},
 		{"unknown nested field", "levels: [a]\ndestinations:\n  - name: x\n    max_level: a\n    maxlevel: a\n", "destinations[0].maxlevel", "unknown-field", ""},
 		{"wrong type", "levels: [a]\ndestinations:\n  - name: x\n    max_level: a\n    max_input_tokens: lots\n", "destinations[0].max_input_tokens", "invalid-type", ""},
+		{"fractional number", "levels: [a]\ndestinations:\n  - {name: x, provider: p, max_level: a, max_input_tokens: 128000.5}\n", "destinations[0].max_input_tokens", "invalid-type", "whole number"},
+		{"huge number", "levels: [a]\ndestinations:\n  - {name: x, provider: p, max_level: a, max_input_tokens: 99999999999999999999}\n", "destinations[0].max_input_tokens", "invalid-type", "out of range"},
 		{"bad action", "levels: [a, b]\ndestinations:\n  - name: x\n    max_level: a\n    action: allow\n", "destinations[0].action", "unknown-action", ""},
 		{"bad redaction style", "levels: [a]\nredaction:\n  style: blur\n", "redaction.style", "unknown-redaction-style", "blur"},
 		{"bad failure mode", "levels: [a]\nfailure_mode: maybe\n", "failure_mode", "invalid-value", ""},

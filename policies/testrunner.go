@@ -271,7 +271,7 @@ func parseTestData(data []byte, path string) (tf rawTestFile, err error) {
 	if err := v.Unmarshal(&tf, func(dc *mapstructure.DecoderConfig) {
 		dc.Metadata = &md
 		dc.WeaklyTypedInput = false
-		dc.DecodeHook = nil
+		dc.DecodeHook = wholeNumbers
 	}); err != nil {
 		var msgs []string
 		for _, p := range decodeProblems(path, err) {
