@@ -25,7 +25,6 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		newPolicyCmd(),
 		newScanCmd(),
 		newDemoCmd(),
-		newProxyCmd(),
 		newAuditCmd(),
 	)
 	return root
