@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/aishield/aishield/pagedcache"
+	"github.com/aishield/aishield/policies"
+)
+
+// testPolicy declares one destination, "upstream", at base with the given
+// max_input_tokens; every inbound signal blocks.
+func testPolicy(t testing.TB, base string, maxInput int) *policies.Policy {
+	t.Helper()
+	y := fmt.Sprintf(`name: proxy-test
+levels: [public, internal, confidential, restricted]
+classify:
+  - detectors: ["pii.*"]
+    level: confidential
+  - detectors: ["secret.*", "marker.classification"]
+    level: restricted
+default_level: restricted
+destinations:
+  - name: upstream
+    base_url: %s
+    max_level: internal
+    action: redact
+    block_at: restricted
+    max_input_tokens: %d
+    shared: true
+  - name: nowhere
+    max_level: internal
+    action: block
+default:
+  max_level: internal
+  action: block
+inbound:
+  signals:
+    foreign_entity: block
+    canary: block
+    cross_exchange: block
+    template_fragment: block
+    usage_mismatch: block
+  canary: true
+`, base, maxInput)
+	p, err := policies.Parse([]byte(y), "yaml", "proxy-test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startProxy serves a Proxy for pol on a loopback port.
+func startProxy(t testing.TB, opts Options) (*Proxy, *httptest.Server) {
+	t.Helper()
+	if opts.Upstream == "" {
+		opts.Upstream = "upstream"
+	}
+	p, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(p)
+	t.Cleanup(func() { hs.Close(); p.Close() })
+	return p, hs
+}
+
+// client is a go-openai client for tenant through the proxy at base.
+func client(base, tenant string) *openai.Client {
+	cfg := openai.DefaultConfig("sk-test-" + tenant)
+	cfg.BaseURL = base + "/v1"
+	cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	return openai.NewClientWithConfig(cfg)
+}
+
+func chatReq(text string, maxTokens int, stream bool) openai.ChatCompletionRequest {
+	return openai.ChatCompletionRequest{Model: "pagedcache-1", MaxTokens: maxTokens, Stream: stream,
+		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}}
+}
+
+// ask sends one chat and returns the answer text and the error.
+func ask(ctx context.Context, c *openai.Client, text string, maxTokens int, stream bool) (string, error) {
+	req := chatReq(text, maxTokens, stream)
+	if !stream {
+		resp, err := c.CreateChatCompletion(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		return resp.Choices[0].Message.Content, nil
+	}
+	st, err := c.CreateChatCompletionStream(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	var b strings.Builder
+	for {
+		ch, err := st.Recv()
+		if err != nil {
+			if err.Error() == "EOF" {
+				return b.String(), nil
+			}
+			return b.String(), err
+		}
+		for _, c := range ch.Choices {
+			b.WriteString(c.Delta.Content)
+		}
+	}
+}
+
+// contaminated reports, from the server's ground truth, whether the answer
+// of the request with response ID id read tokens another request wrote
+// (prefix-cache pages holding the request's own tokens excepted).
+func contaminated(t testing.TB, ts *pagedcache.TestServer, seq int) bool {
+	t.Helper()
+	var rec pagedcache.RequestRecord
+	ok := false
+	for wait := time.Millisecond; wait < 2*time.Second && !ok; wait *= 2 {
+		rec, ok = ts.Request(fmt.Sprint(seq))
+		if !ok {
+			time.Sleep(wait)
+		}
+	}
+	if !ok {
+		t.Fatalf("no ground truth for request %d", seq)
+	}
+	for _, rd := range rec.Reads {
+		if rd.Request != rec.Seq && !rd.Shared {
+			return true
+		}
+	}
+	return rec.LateWritesLanded > 0
+}

@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aishield/aishield/sdk"
+)
+
+// latencyBuckets are the upper bounds (seconds) of the request latency
+// histogram.
+var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics are the proxy's counters, written by hand in the Prometheus text
+// exposition format. Safe for concurrent use.
+type metrics struct {
+	mu            sync.Mutex
+	requests      map[[2]string]uint64 // destination, HTTP status class+code
+	decisions     map[[2]string]uint64 // destination, allow|redact|block
+	blocked       map[[2]string]uint64 // destination, content|capacity
+	redacted      map[string]uint64    // destination -> values
+	verdicts      map[[2]string]uint64 // destination, verdict
+	contaminated  map[string]uint64    // destination
+	signals       map[string]uint64    // signal ID
+	latencyCounts []uint64             // per bucket, non-cumulative; last = +Inf
+	latencySum    float64
+	latencyN      uint64
+	inFlight      int64
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		requests: map[[2]string]uint64{}, decisions: map[[2]string]uint64{}, blocked: map[[2]string]uint64{},
+		redacted: map[string]uint64{}, verdicts: map[[2]string]uint64{}, contaminated: map[string]uint64{},
+		signals: map[string]uint64{}, latencyCounts: make([]uint64, len(latencyBuckets)+1),
+	}
+}
+
+func (m *metrics) begin() {
+	m.mu.Lock()
+	m.inFlight++
+	m.mu.Unlock()
+}
+
+// done records one HTTP request of the proxy API.
+func (m *metrics) done(dest string, status int, d time.Duration) {
+	s := d.Seconds()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inFlight--
+	m.requests[[2]string{dest, fmt.Sprint(status)}]++
+	i := sort.SearchFloat64s(latencyBuckets, s)
+	m.latencyCounts[i]++
+	m.latencySum += s
+	m.latencyN++
+}
+
+// audit takes one audit record of the guard.
+func (m *metrics) audit(rec *sdk.AuditRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := rec.Destination
+	m.decisions[[2]string{d, rec.Decision}]++
+	if rec.Decision == "block" {
+		why := "content"
+		if rec.OverCapacity {
+			why = "capacity"
+		}
+		m.blocked[[2]string{d, why}]++
+	}
+	m.redacted[d] += uint64(rec.Redacted)
+	if rec.Verdict != "" {
+		m.verdicts[[2]string{d, rec.Verdict}]++
+	}
+	if rec.Verdict == "contaminated" {
+		m.contaminated[d]++
+	}
+	for id, n := range rec.Signals {
+		m.signals[id] += uint64(n)
+	}
+}
+
+// auditSink is the io.Writer the guard's audit log writes to: every line
+// feeds the metrics, then goes on to the audit file when there is one.
+type auditSink struct {
+	m    *metrics
+	next io.Writer
+}
+
+func (s *auditSink) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(p, []byte{'\n'}) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec sdk.AuditRecord
+		if json.Unmarshal(line, &rec) == nil {
+			s.m.audit(&rec)
+		}
+	}
+	if s.next != nil {
+		return s.next.Write(p)
+	}
+	return len(p), nil
+}
+
+func label(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}
+
+// write renders the metrics in the Prometheus text format (version 0.0.4).
+func (m *metrics) write(w io.Writer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b strings.Builder
+	pairs := func(name, help, l1, l2 string, c map[[2]string]uint64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		keys := make([][2]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i][0] != keys[j][0] {
+				return keys[i][0] < keys[j][0]
+			}
+			return keys[i][1] < keys[j][1]
+		})
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s{%s=\"%s\",%s=\"%s\"} %d\n", name, l1, label(k[0]), l2, label(k[1]), c[k])
+		}
+	}
+	singles := func(name, help, l string, c map[string]uint64) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+		keys := make([]string, 0, len(c))
+		for k := range c {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s{%s=\"%s\"} %d\n", name, l, label(k), c[k])
+		}
+	}
+	pairs("aishield_proxy_requests_total", "HTTP requests answered by the proxy, by destination and status code.", "destination", "code", m.requests)
+	pairs("aishield_decisions_total", "Outbound policy decisions, by destination and action.", "destination", "action", m.decisions)
+	pairs("aishield_blocked_total", "Requests blocked before sending, by destination and reason (content or capacity).", "destination", "reason", m.blocked)
+	singles("aishield_redacted_values_total", "Sensitive values replaced by placeholders before sending.", "destination", m.redacted)
+	pairs("aishield_verdicts_total", "Inbound verdicts of exchanges (clean, flagged, contaminated, unverified, error, not_sent).", "destination", "verdict", m.verdicts)
+	singles("aishield_contaminations_total", "Responses withheld or cut because they carried foreign material.", "destination", m.contaminated)
+	singles("aishield_inbound_signals_total", "Inbound signals raised, by signal ID.", "signal", m.signals)
+	fmt.Fprintf(&b, "# HELP aishield_proxy_in_flight_requests Requests being served.\n# TYPE aishield_proxy_in_flight_requests gauge\naishield_proxy_in_flight_requests %d\n", m.inFlight)
+	name := "aishield_proxy_request_duration_seconds"
+	fmt.Fprintf(&b, "# HELP %s Time to serve a request, including the upstream and the guard.\n# TYPE %s histogram\n", name, name)
+	var cum uint64
+	for i, ub := range latencyBuckets {
+		cum += m.latencyCounts[i]
+		fmt.Fprintf(&b, "%s_bucket{le=\"%g\"} %d\n", name, ub, cum)
+	}
+	cum += m.latencyCounts[len(latencyBuckets)]
+	fmt.Fprintf(&b, "%s_bucket{le=\"+Inf\"} %d\n%s_sum %g\n%s_count %d\n", name, cum, name, m.latencySum, name, m.latencyN)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
