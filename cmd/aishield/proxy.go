@@ -22,9 +22,9 @@ import (
 func newProxyCmd() *cobra.Command {
 	var (
 		policyRef, listen, upstream, redisAddr, auditPath string
-		maxBody                                          int64
-		timeout, idle                                    time.Duration
-		quiet                                            bool
+		maxBody                                           int64
+		timeout, idle                                     time.Duration
+		quiet                                             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",

@@ -25,6 +25,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		newPolicyCmd(),
 		newScanCmd(),
 		newDemoCmd(),
+		newProxyCmd(),
 		newAuditCmd(),
 	)
 	return root

@@ -103,11 +103,11 @@ type Options struct {
 // Proxy is the reverse proxy. It is an http.Handler, safe for concurrent
 // use.
 type Proxy struct {
-	opts     Options
-	routes   map[string]*route
-	upstream *route
-	metrics  *metrics
-	log      *slog.Logger
+	opts      Options
+	routes    map[string]*route
+	upstream  *route
+	metrics   *metrics
+	log       *slog.Logger
 	closeIdle func()
 }
 
