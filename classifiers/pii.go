@@ -139,6 +139,16 @@ func (st *scanState) emailAt(i int) {
 
 // ---- phone ----
 
+// plausibleNational is a cheap length check before the costly libphonenumber
+// parse: national numbers of the supported regions have 9 to 11 digits
+// (German and Italian landlines 6 to 12 with the trunk 0).
+func plausibleNational(d string) bool {
+	if d[0] == '0' {
+		return len(d) >= 7 && len(d) <= 13
+	}
+	return len(d) >= 9 && len(d) <= 11
+}
+
 // phoneRegionsFor lists the regions whose national numbers can start with
 // the digits of d.
 func phoneRegionsFor(d string) []string {
@@ -181,6 +191,9 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			intl = true
 			digits = digits[2:]
 		}
+		if b-a == 3 && c.sameSeps(a, b, ".") && c.ndigits(a, b) <= 12 {
+			return false // dotted quad: an IPv4 address, not a phone
+		}
 		formatted := b > a
 		if formatted {
 			// a date or version, not a phone: yyyy-mm-dd, dd.mm.yyyy
@@ -203,7 +216,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 				return false
 			}
 			num = n
-		} else {
+		} else if plausibleNational(digits) {
 			for _, region := range phoneRegionsFor(digits) {
 				n, err := phonenumbers.Parse(digits, region)
 				if err == nil && phonenumbers.IsValidNumberForRegion(n, region) {
@@ -211,9 +224,9 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 					break
 				}
 			}
-			if num == nil {
-				return false
-			}
+		}
+		if num == nil {
+			return false
 		}
 		if !st.s.includeReserved && fictionalPhone(num) {
 			return true
@@ -662,15 +675,15 @@ func (st *scanState) ipv6At(i int) int {
 		lo--
 	}
 	hi := i
-	for hi < len(text) && hi-lo < 45 && isV6(text[hi]) {
+	for hi < len(text) && hi-i < 45 && isV6(text[hi]) {
 		hi++
 	}
-	end := hi
+	end := max(hi, i+1) // always make progress
 	for hi > lo && text[hi-1] == '.' {
 		hi--
 	}
 	tok := string(text[lo:hi])
-	if strings.Count(tok, ":") < 2 || !boundaryOK(text, lo, hi) {
+	if hi-lo > 45 || strings.Count(tok, ":") < 2 || !boundaryOK(text, lo, hi) {
 		return end
 	}
 	hexN := 0

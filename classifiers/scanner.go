@@ -92,6 +92,7 @@ type Scanner struct {
 	ipv6            *detector
 	includeReserved bool
 	timeout         time.Duration
+	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
 }
 
 // acRef says what an Aho-Corasick pattern means: a trigger or a context word
@@ -107,7 +108,7 @@ type acRef struct {
 // custom rule or an unknown detector selection returns a *RuleError naming
 // it.
 func New(opts Options) (*Scanner, error) {
-	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout}
+	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout, chunk: chunkSize, overlap: chunkOverlap}
 	if s.timeout <= 0 {
 		s.timeout = DefaultMatchTimeout
 	}
@@ -223,16 +224,16 @@ func (s *Scanner) Scan(ctx context.Context, text []byte) ([]Finding, error) {
 		if err := ctx.Err(); err != nil {
 			return sortFindings(all), err
 		}
-		end := min(base+chunkSize, len(text))
+		end := min(base+s.chunk, len(text))
 		last := end == len(text)
 		chunk := text[base:end]
 		acceptLo := 0
 		if base > 0 {
-			acceptLo = chunkOverlap
+			acceptLo = s.overlap
 		}
 		acceptHi := len(chunk)
 		if !last {
-			acceptHi = len(chunk) - chunkOverlap
+			acceptHi = len(chunk) - s.overlap
 		}
 		fs, err := s.scanChunk(ctx, chunk, acceptLo, acceptHi)
 		if err != nil && firstErr == nil {
@@ -243,7 +244,7 @@ func (s *Scanner) Scan(ctx context.Context, text []byte) ([]Finding, error) {
 			break
 		}
 		pos.advance(chunk, base, base+acceptHi)
-		base = base + acceptHi - chunkOverlap
+		base = base + acceptHi - s.overlap
 	}
 	return sortFindings(all), firstErr
 }
@@ -260,7 +261,7 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 	var all []Finding
 	var firstErr error
 	pos := newPosTracker()
-	buf := make([]byte, 0, chunkSize)
+	buf := make([]byte, 0, s.chunk)
 	base := 0     // stream offset of buf[0]
 	acceptLo := 0 // in buf
 	for {
@@ -275,7 +276,7 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 		}
 		acceptHi := len(buf)
 		if !eof {
-			acceptHi = len(buf) - chunkOverlap
+			acceptHi = len(buf) - s.overlap
 		}
 		fs, err := s.scanChunk(ctx, buf, acceptLo, acceptHi)
 		if err != nil && firstErr == nil {
@@ -286,11 +287,11 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 			break
 		}
 		pos.advance(buf, base, base+acceptHi)
-		keep := acceptHi - chunkOverlap
+		keep := acceptHi - s.overlap
 		copy(buf, buf[keep:])
 		buf = buf[:len(buf)-keep]
 		base += keep
-		acceptLo = chunkOverlap
+		acceptLo = s.overlap
 	}
 	return sortFindings(all), firstErr
 }
