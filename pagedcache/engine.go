@@ -183,6 +183,7 @@ type job struct {
 	faults       faultSet
 	gen          generation
 	prompt       []uint32
+	atLeast      int // when > 0, prompt was not tokenized: it has at least this many tokens
 	abortPrefill bool
 }
 
@@ -295,6 +296,15 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 	P := s.opts.PageSize
 	n := len(j.prompt)
 	truncate := j.faults.has(FaultAutoTruncate)
+	if j.atLeast > 0 {
+		rec.PromptTokens = j.atLeast
+		what := fmt.Sprintf("the maximum request input is %d tokens (min(context length %d, KV-cache capacity %d) - 1)", s.maxReqInput, s.opts.ContextLen, s.capacity)
+		if j.atLeast >= s.opts.ContextLen {
+			what = fmt.Sprintf("this model's maximum context length is %d tokens", s.opts.ContextLen)
+		}
+		return nil, contextLengthError(fmt.Sprintf(
+			"The input has at least %d tokens, which is over the limit: %s. Please reduce the length of the input messages.", j.atLeast, what))
+	}
 	if n == 0 {
 		return nil, &apiError{status: 400, typ: "invalid_request_error", param: "prompt", code: "invalid_prompt",
 			message: "the prompt is empty", outcome: "rejected"}

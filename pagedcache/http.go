@@ -137,7 +137,14 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 	j := s.newJob(endpoint, tenant, faults)
 	j.gen = gen
 	j.abortPrefill = abort
-	j.prompt = s.tokenize(gen.prompt)
+	// Refuse a prompt that is surely too long without tokenizing it (a
+	// million-token prompt takes over a second to tokenize on one core).
+	if lb := tokenLowerBound(gen.prompt); lb > s.maxReqInput && !faults.has(FaultAutoTruncate) &&
+		(lb >= s.opts.ContextLen || !faults.has(FaultOversizeStalePages)) {
+		j.atLeast = lb
+	} else {
+		j.prompt = s.tokenize(gen.prompt)
+	}
 	gen.prompt = ""
 	j.gen.prompt = ""
 

@@ -80,3 +80,21 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func FuzzTokenLowerBound(f *testing.F) {
+	s, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{"", "hello world", "it's 12345678 o'clock", "Ünïcödé ١٢٣٤ 漢字かな", "a1b2c3", "  \n\n\t x", "'S'T'RE"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) {
+			return // the server only tokenizes JSON strings, which are valid UTF-8
+		}
+		if lb, n := tokenLowerBound(text), len(s.tokenize(text)); lb > n {
+			t.Fatalf("lower bound %d > %d real tokens for %q", lb, n, text)
+		}
+	})
+}
