@@ -30,6 +30,11 @@ type SARIFOptions struct {
 	// the rest notes.
 	Policy      *Policy
 	Destination *Destination
+	// Fingerprints publishes each finding's keyed hash as a partial
+	// fingerprint, so code scanning tracks a value across runs. Set it only
+	// when the hashes are keyed by a secret: with a known key, a reader of
+	// the report could confirm a guessed low-entropy value from its hash.
+	Fingerprints bool
 }
 
 // sarif types: the subset of SARIF 2.1.0 GitHub code scanning reads.
@@ -178,7 +183,7 @@ func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
 					Region:           sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
 				}}},
 			}
-			if fd.Hash != "" {
+			if opts.Fingerprints && fd.Hash != "" {
 				r.PartialFingerprints = map[string]string{SARIFFingerprintKey: fd.Hash}
 			}
 			results = append(results, r)

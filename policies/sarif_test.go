@@ -43,8 +43,8 @@ func TestWriteSARIFGolden(t *testing.T) {
 		name string
 		opts SARIFOptions
 	}{
-		{"sarif_plain.golden", SARIFOptions{ToolVersion: "v0.0.0-test"}},
-		{"sarif_destination.golden", SARIFOptions{ToolVersion: "v0.0.0-test", Policy: p, Destination: openai}},
+		{"sarif_plain.golden", SARIFOptions{ToolVersion: "v0.0.0-test", Fingerprints: true}},
+		{"sarif_destination.golden", SARIFOptions{ToolVersion: "v0.0.0-test", Policy: p, Destination: openai, Fingerprints: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer

@@ -86,8 +86,8 @@ With --fail-on LEVEL, 1 only for findings at or above that policy level. With
 redacted or is blocked (its content or its size), 2 on errors.
 
 --format sarif writes SARIF 2.1.0 for GitHub code scanning: no values, not even
-masked previews; fingerprints are keyed hashes (set AISHIELD_HASH_KEY to a secret
-to key them privately).`,
+masked previews; with AISHIELD_HASH_KEY set to a secret, each result carries the
+finding's keyed hash as a stable partial fingerprint (without it, none).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" && format != "sarif" {

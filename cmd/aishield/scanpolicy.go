@@ -20,13 +20,6 @@ import (
 // without being guessable.
 const hashKeyEnv = "AISHIELD_HASH_KEY"
 
-// sarifDefaultKey keys finding hashes in SARIF output when hashKeyEnv is
-// unset, so fingerprints stay stable across runs. The key is public: anyone
-// who can read the SARIF can confirm a guessed low-entropy value (a phone
-// number, say) from its fingerprint; set hashKeyEnv to a CI secret to
-// prevent that.
-const sarifDefaultKey = "aishield sarif fingerprint v1"
-
 // scanPolicy holds the policy flags of "aishield scan": --policy,
 // --destination and --fail-on, and the policy-aware parts of the scan.
 type scanPolicy struct {
@@ -36,6 +29,9 @@ type scanPolicy struct {
 	destination *policies.Destination
 	failRank    int
 	counter     tokens.Counter
+	// keyed reports that finding hashes are keyed by a caller-provided
+	// secret (hashKeyEnv), so they may be published as SARIF fingerprints.
+	keyed bool
 }
 
 func addScanPolicyFlags(cmd *cobra.Command) *scanPolicy {
@@ -83,9 +79,11 @@ func (sp *scanPolicy) scanner(format string) (*classifiers.Scanner, error) {
 		} else {
 			key = []byte(v)
 		}
-	} else if format == "sarif" {
-		key = []byte(sarifDefaultKey)
+		sp.keyed = true
 	}
+	// Without a secret key the scanner draws a random one: a fixed public
+	// key would let anyone holding a report confirm a guessed low-entropy
+	// value (a phone number, say) from its hash.
 	if sp.policy != nil {
 		return sp.policy.NewScanner(key)
 	}
@@ -196,5 +194,5 @@ func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport) error {
 		}
 		files = append(files, policies.SARIFFile{Path: path, Findings: f.Findings})
 	}
-	return policies.WriteSARIF(w, files, policies.SARIFOptions{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination})
+	return policies.WriteSARIF(w, files, policies.SARIFOptions{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination, Fingerprints: sp.keyed})
 }
