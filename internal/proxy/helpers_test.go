@@ -88,6 +88,9 @@ func chatReq(text string, maxTokens int, stream bool) openai.ChatCompletionReque
 // ask sends one chat and returns the answer text and the error.
 func ask(ctx context.Context, c *openai.Client, text string, maxTokens int, stream bool) (string, error) {
 	req := chatReq(text, maxTokens, stream)
+	if stream {
+		req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	}
 	if !stream {
 		resp, err := c.CreateChatCompletion(ctx, req)
 		if err != nil {
@@ -119,6 +122,17 @@ func ask(ctx context.Context, c *openai.Client, text string, maxTokens int, stre
 // of the request with response ID id read tokens another request wrote
 // (prefix-cache pages holding the request's own tokens excepted).
 func contaminated(t testing.TB, ts *pagedcache.TestServer, seq int) bool {
+	rec := record(t, ts, seq)
+	for _, rd := range rec.Reads {
+		if rd.Request != rec.Seq && !rd.Shared {
+			return true
+		}
+	}
+	return rec.LateWritesLanded > 0
+}
+
+// record returns the server's ground truth of its seq-th request.
+func record(t testing.TB, ts *pagedcache.TestServer, seq int) pagedcache.RequestRecord {
 	t.Helper()
 	var rec pagedcache.RequestRecord
 	ok := false
@@ -131,10 +145,5 @@ func contaminated(t testing.TB, ts *pagedcache.TestServer, seq int) bool {
 	if !ok {
 		t.Fatalf("no ground truth for request %d", seq)
 	}
-	for _, rd := range rec.Reads {
-		if rd.Request != rec.Seq && !rd.Shared {
-			return true
-		}
-	}
-	return rec.LateWritesLanded > 0
+	return rec
 }
