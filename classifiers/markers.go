@@ -78,12 +78,18 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 			return
 		}
 	}
-	ls := bytes.LastIndexByte(text[:start], '\n') + 1
-	le := bytes.IndexByte(text[end:], '\n')
-	if le < 0 {
-		le = len(text)
-	} else {
-		le += end
+	// The line around the banner, looked for at most lineReach bytes away
+	// (a keyword in a huge single-line input must not cost a line scan).
+	const lineReach = 200
+	from := max(0, start-lineReach)
+	ls := from
+	if i := bytes.LastIndexByte(text[from:start], '\n'); i >= 0 {
+		ls = from + i + 1
+	}
+	to := min(len(text), hi+lineReach)
+	le := to
+	if i := bytes.IndexByte(text[hi:to], '\n'); i >= 0 {
+		le = hi + i
 	}
 	caps := isAllCaps(word)
 	before := bytes.ToLower(text[max(ls, start-60):start])
@@ -95,7 +101,7 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 		}
 	}
 	trim := func(b []byte) []byte { return bytes.Trim(b, " \t\r*#=-_[]|<>/!.\"'") }
-	alone := len(trim(text[ls:start])) == 0 && len(trim(text[hi:le])) == 0
+	alone := (ls > from || ls == 0) && (le < to || le == len(text)) && len(trim(text[ls:start])) == 0 && len(trim(text[hi:le])) == 0
 	var conf float64
 	switch {
 	case labelled:

@@ -263,3 +263,29 @@ func TestRandomChunked(t *testing.T) {
 		}
 	}
 }
+
+// TestAdversarialLinear feeds inputs built to make a naive engine quadratic
+// (one huge line of keywords, long runs of overlapping token candidates);
+// each must finish quickly. The bound is generous: it only catches
+// quadratic behaviour (minutes), not speed (see the benchmarks).
+func TestAdversarialLinear(t *testing.T) {
+	s, _ := New(Options{})
+	inputs := map[string]string{
+		"banners on one line": strings.Repeat("confidential ", 80000),
+		"jwt run":             strings.Repeat("eyJ", 300000) + ".eyJhbGciOiJub25lIn0.",
+		"token run":           strings.Repeat("ghp_", 250000),
+		"digits":              strings.Repeat("1 ", 500000),
+		"colons":              strings.Repeat("a:", 500000),
+		"at signs":            strings.Repeat("a@", 500000),
+		"generic keys":        strings.Repeat("password=", 110000),
+	}
+	for name, in := range inputs {
+		start := time.Now()
+		if _, err := s.ScanString(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s: %v for %d bytes", name, d, len(in))
+		}
+	}
+}

@@ -26,7 +26,15 @@ func regexWindow(re *regexp.Regexp, g int, token func(byte) bool, fn func(st *sc
 			}
 			s, e := m[2*g], m[2*g+1]
 			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+				// Every match starting inside the token run that begins
+				// here would fail the left boundary too: skip the run, so
+				// a long run of candidates costs linear, not quadratic, time.
 				pos = m[0] + 1
+				if g == 0 {
+					for pos < hi && token(text[pos]) {
+						pos++
+					}
+				}
 				continue
 			}
 			fn(st, d, s, e, m)
