@@ -26,6 +26,8 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		newScanCmd(),
 		newDemoCmd(),
 		newProxyCmd(),
+		newRedactCmd(),
+		newRestoreCmd(),
 		newAuditCmd(),
 	)
 	return root
