@@ -74,7 +74,7 @@ func New(opts Options) (*Server, error) {
 		pool:        newPool(o.CapacityTokens, o.PageSize, o.Reuse),
 		tenantIDs:   map[string]uint32{},
 		tenantNames: []string{""},
-		records:     recordRing{recs: make([]RequestRecord, o.HistorySize)},
+		records:     recordRing{recs: make([]*RequestRecord, o.HistorySize)},
 		created:     time.Now().Unix(),
 		m:           counters{finished: map[string]uint64{}, rejected: map[string]uint64{}},
 	}
@@ -259,7 +259,7 @@ func hashString(s string) uint64 {
 }
 
 // record stores a finished request's ground truth. Caller holds mu.
-func (s *Server) recordLocked(rec RequestRecord) {
+func (s *Server) recordLocked(rec *RequestRecord) {
 	s.records.put(rec)
 }
 
@@ -287,7 +287,7 @@ func (s *Server) process(ctx context.Context, j *job, emit func([]uint32) error)
 		s.m.finished[out.finish]++
 		s.m.generationTokens += uint64(len(out.tokens))
 	}
-	s.recordLocked(rec)
+	s.recordLocked(&rec)
 	s.mu.Unlock()
 	return out, aerr
 }

@@ -89,6 +89,11 @@ func (s *Server) faultsOf(r *http.Request) (faultSet, error) {
 func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
 	start := time.Now()
 	tenant := s.tenantOf(r)
+	if len(tenant) > 256 || !utf8.ValidString(tenant) {
+		writeError(w, &apiError{status: 400, typ: "invalid_request_error", param: HeaderTenant, code: "invalid_tenant",
+			message: HeaderTenant + " must be valid UTF-8 of at most 256 bytes"})
+		return
+	}
 	faults, err := s.faultsOf(r)
 	if err != nil {
 		writeError(w, &apiError{status: 400, typ: "invalid_request_error", param: HeaderFault, code: "invalid_fault", message: err.Error()})

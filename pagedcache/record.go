@@ -104,15 +104,15 @@ type PagesSummary struct {
 
 // recordRing keeps the last records by sequence number.
 type recordRing struct {
-	recs []RequestRecord
+	recs []*RequestRecord
 }
 
-func (r *recordRing) put(rec RequestRecord) { r.recs[int(rec.Seq)%len(r.recs)] = rec }
+func (r *recordRing) put(rec *RequestRecord) { r.recs[int(rec.Seq)%len(r.recs)] = rec }
 
 func (r *recordRing) get(seq uint32) (RequestRecord, bool) {
 	rec := r.recs[int(seq)%len(r.recs)]
-	if rec.Seq != seq || rec.ID == "" {
+	if rec == nil || rec.Seq != seq {
 		return RequestRecord{}, false
 	}
-	return rec, true
+	return *rec, true
 }
