@@ -65,6 +65,9 @@ func BenchmarkLargePrompt(b *testing.B) {
 		{"reject-front-end-1048576", 1048576, nil, 400, "rejected"},
 		{"reject-scheduler-700000", 700000, nil, 400, "rejected"},
 		{"incident-decode-700000", 700000, []Fault{FaultOversizeStalePages}, 200, "decoded-after-abort"},
+		// Under the fault a prompt under the context length must be counted
+		// exactly: the worst case, full tokenization of ~4.5 MB.
+		{"incident-decode-1048000", 1048000, []Fault{FaultOversizeStalePages}, 200, "decoded-after-abort"},
 		{"admit-600000", 600000, nil, 200, "completed"},
 	}
 	for _, tt := range tests {
