@@ -264,12 +264,25 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	}
 	x.Destination = d.Name
 
-	// Classify every text, with the guard's own time budget and a panic in
-	// a classifier turned into a guard failure.
 	texts := make([]string, len(wr.Segments))
 	for i, s := range wr.Segments {
 		texts[i] = s.Text
 	}
+	// Capacity first: a request over the destination's real capacity is
+	// refused without paying for its classification.
+	count, err := g.counter.Check(texts, d.MaxInputTokens)
+	if err != nil {
+		return fail("tokens", err)
+	}
+	x.Tokens, x.TokensExact = count.Tokens, count.Exact
+	if count.Over {
+		dec := g.policy.Decide(d, nil, max(count.Tokens, d.MaxInputTokens+1))
+		x.Decision = dec
+		return &BlockedError{Exchange: x.ID, Destination: d.Name, OverCapacity: true, Tokens: count.Tokens, Reasons: dec.Reasons}
+	}
+
+	// Classify every text, with the guard's own time budget and a panic in
+	// a classifier turned into a guard failure.
 	perSeg, err := g.classify(ctx, texts)
 	if err != nil {
 		return fail("classify", err)
@@ -285,16 +298,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		}
 	}
 
-	count, err := g.counter.Check(texts, d.MaxInputTokens)
-	if err != nil {
-		return fail("tokens", err)
-	}
-	x.Tokens, x.TokensExact = count.Tokens, count.Exact
-	tokensForDecision := count.Tokens
-	if count.Over && tokensForDecision <= d.MaxInputTokens {
-		tokensForDecision = d.MaxInputTokens + 1
-	}
-	dec := g.policy.Decide(d, flat, tokensForDecision)
+	dec := g.policy.Decide(d, flat, count.Tokens)
 	x.Decision = dec
 	if dec.Action == policies.ActionBlock {
 		return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level,
