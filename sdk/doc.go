@@ -2,16 +2,73 @@
 // go-openai wrapper [NewClient], the [Transport] for any HTTP client, the
 // proxy and the CLI) goes through.
 //
+// # Outbound
+//
+// [Guard.Check] extracts every text of a request (OpenAI chat messages of
+// every role with multi-part content, tool calls' arguments and tool
+// results, legacy function calls; completions prompts; responses-API
+// instructions and input items; embeddings inputs; Anthropic system prompts,
+// content blocks, tool_use inputs and tool_results; every string of an
+// unknown JSON body), counts its tokens, classifies the texts with the
+// policy's scanner and applies the policy's decision for the destination:
+//
+//   - a request above the destination's max_input_tokens is refused before
+//     anything else (the token count brackets the real count in one linear
+//     pass and tokenizes exactly only when the limit falls in the bracket);
+//   - block returns *[BlockedError] with masked reasons; nothing is sent;
+//   - redact replaces each value by a placeholder such as
+//     "[[PII_EMAIL_3f9a1c2b]]", derived with HMAC-SHA256 from a secret drawn
+//     for this exchange alone: unguessable, the same value always the same
+//     placeholder within the request, never the same across requests.
+//
+// # Inbound
+//
+// [Exchange.Response] (whole bodies) and [Exchange.Stream] (SSE streams of
+// both providers) restore this exchange's placeholders and only those: a
+// placeholder-shaped token minted for another request is left in place and
+// reported as the signal "inbound.foreign_placeholder" (blocking by default),
+// because a response carrying another request's placeholder is by
+// definition foreign material. Streams are restored with a hold-back window
+// (a placeholder split across events is completed before release), and each
+// event is released only once the verifier vouches for its text; on a
+// blocking signal the stream is cut and reading it returns
+// *[ContaminationError].
+//
+// # Failing closed
+//
+// A failure of the guard itself (a classifier timeout or panic, an
+// unparsable body or stream, a verifier error) returns *[GuardError] and
+// nothing is sent or delivered, unless the policy says failure_mode: open,
+// in which case the exchange goes through unchecked and the audit trail
+// says so.
+//
 // # Inbound seam
 //
 // Response verification is pluggable. The guard calls a [ResponseVerifier]
-// (an alias of inbound.Verifier) on every response, streamed or not. The
+// (an alias of inbound.Verifier) on every response, streamed or not: Begin
+// once the request is decided, Write with each piece of restored response
+// text, HoldBack to know how much of the tail is not yet vouched for, Close
+// at the end with the response metadata (IDs, usage, finish reason). The
 // seam's plain types (inbound.Exchange, inbound.Delta, inbound.End,
 // inbound.Signal) live in package sdk/inbound, which imports only
-// classifiers, so that sdk/verify can implement the interface without
-// importing sdk. Signals found are acted on by the guard per the policy
-// (policies.Inbound.Action): block cuts the response with a
-// [*ContaminationError], flag records the signal in the audit trail.
+// classifiers, so that sdk/verify implements the interface without
+// importing sdk. When the verifier also implements inbound.CanaryMinter and
+// the policy asks for canaries, the guard places the minted canary in the
+// request as system text. Signals are acted on by the guard per the policy
+// (policies.Inbound.Action): block refuses the response with a
+// *[ContaminationError], flag records the signal in the audit trail, off
+// ignores it.
+//
+// # Audit
+//
+// With Options.Audit (or Options.AuditLog) every exchange leaves one JSON
+// line ([AuditRecord]: time, exchange ID, destination, model, token count,
+// decision, counts per detector, verdict and signal counts; never a value),
+// each carrying the SHA-256 of the line before ([ReadAudit] checks the
+// chain; `aishield audit verify|query` use it).
+//
+// Guard, Transport, Client and AuditLog are safe for concurrent use; an
+// Exchange belongs to one request and is used from one goroutine at a time.
 package sdk
 
 import "github.com/aishield/aishield/sdk/inbound"
