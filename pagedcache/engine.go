@@ -316,7 +316,7 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 				"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.",
 				s.opts.ContextLen, n))
 		}
-		if mt := j.gen.maxTokens; mt > 0 && n+mt > s.opts.ContextLen {
+		if mt := j.gen.maxTokens; mt > 0 && mt > s.opts.ContextLen-n {
 			return nil, contextLengthError(fmt.Sprintf(
 				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
 				s.opts.ContextLen, n+mt, n, mt))

@@ -1,6 +1,7 @@
 package pagedcache
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,7 @@ func TestFrontEndContextLength(t *testing.T) {
 		{"over context length", 9000, 16, nil, 400},
 		{"over context length even with the incident fault", 9000, 16, []Fault{FaultOversizeStalePages}, 400},
 		{"prompt plus max_tokens over context length", 8000, 500, nil, 400},
+		{"max_tokens near MaxInt does not overflow the check", 100, math.MaxInt, nil, 400},
 		{"auto-truncate swallows it", 9000, 16, []Fault{FaultAutoTruncate}, 200},
 	}
 	for _, tt := range tests {
