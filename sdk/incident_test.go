@@ -1,0 +1,104 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/aishield/aishield/pagedcache"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/verify"
+)
+
+// TestIncident replays the 2026 incident against the project's paged-cache
+// server in its faulty mode (over-long prompts decoded over stale pages,
+// HTTP 200): with the destination's real KV capacity declared, the guard
+// refuses the over-long request before sending it; with only the
+// advertised context declared, the verifier catches the other tenant's data
+// in the response.
+func TestIncident(t *testing.T) {
+	ctx := context.Background()
+	ts := pagedcache.NewTestServer(t,
+		pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(16384),
+		pagedcache.WithFaults(pagedcache.FaultOversizeStalePages), pagedcache.WithSeed(1))
+	plain := func(key string) *openai.Client {
+		cfg := openai.DefaultConfig(key)
+		cfg.BaseURL = ts.URL + "/v1"
+		return openai.NewClientWithConfig(cfg)
+	}
+	// Another customer of the shared service, not behind our guard.
+	if _, err := plain("sk-clinic").CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 48,
+		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Patient Jane Roe, NHS 943 476 5919, diagnosis F32.1. Draft the referral."}}}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat(" lorem", 5000) // over the 4,095-token capacity, under the 16,384 context
+
+	sent := &countingRT{}
+	guarded := func(maxInput int) (*sdk.Client, *policies.Policy) {
+		src := strings.Replace(testPolicy, "%s", "closed", 1) // base levels and signals
+		src = strings.Replace(src, "destinations:\n", "destinations:\n  - name: shared-llm\n    base_url: "+ts.URL+
+			"\n    max_level: internal\n    action: redact\n    block_at: restricted\n    shared: true\n    max_input_tokens: "+
+			strconv.Itoa(maxInput)+"\n", 1)
+		pol, err := policies.Parse([]byte(src), "yaml", "incident.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanner, err := pol.NewScanner([]byte("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v})
+		cfg := openai.DefaultConfig("sk-other")
+		cfg.BaseURL = ts.URL + "/v1"
+		cfg.HTTPClient = &http.Client{Transport: sent}
+		return sdk.NewClient(g, cfg), pol
+	}
+	_ = plain
+	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
+
+	t.Run("real capacity declared: refused before sending", func(t *testing.T) {
+		c, _ := guarded(4096)
+		before := sent.n.Load()
+		_, err := c.CreateChatCompletion(ctx, req)
+		var be *sdk.BlockedError
+		if !errors.As(err, &be) || !be.OverCapacity {
+			t.Fatalf("err = %v, want an over-capacity *BlockedError", err)
+		}
+		if sent.n.Load() != before {
+			t.Fatal("the over-long request reached the server")
+		}
+	})
+	t.Run("advertised context only: contaminated response refused", func(t *testing.T) {
+		c, _ := guarded(16384)
+		_, err := c.CreateChatCompletion(ctx, req)
+		var ce *sdk.ContaminationError
+		if !errors.As(err, &ce) {
+			t.Fatalf("err = %v, want *ContaminationError", err)
+		}
+		for _, s := range ce.Signals {
+			t.Logf("signal %s %s %s", s.ID, s.Detector, s.Preview)
+		}
+		if strings.Contains(err.Error(), "943 476 5919") || strings.Contains(err.Error(), "9434765919") {
+			t.Fatalf("the other tenant's value leaked into the error: %v", err)
+		}
+	})
+}
+
+// countingRT counts the requests that reach the inner transport.
+type countingRT struct{ n atomic.Int64 }
+
+func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
