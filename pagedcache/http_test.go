@@ -151,3 +151,34 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// FuzzServeHTTP sends arbitrary bodies and fault headers through the whole
+// server: never a panic, always an answer the API documents, and pages all
+// returned afterwards.
+func FuzzServeHTTP(f *testing.F) {
+	f.Add([]byte(`{"messages":[{"role":"user","content":"hi there"}],"max_tokens":3}`), "", false)
+	f.Add([]byte(`{"prompt":"x y z 123456","stream":true,"stream_options":{"include_usage":true}}`), "auto-truncate", true)
+	f.Add([]byte("{\"messages\":[{\"role\":\"user\",\"content\":\"\\u0000\xff\xfe 漢字\"}]}"), "oversize-stale-pages,abort-reuse-race", false)
+	s, err := New(Options{CapacityTokens: 256, PageSize: 8, ContextLen: 512, MaxWaiting: 4})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, fault string, completions bool) {
+		path := "/v1/chat/completions"
+		if completions {
+			path = "/v1/completions"
+		}
+		req := httptest.NewRequest("POST", path, strings.NewReader(string(body)))
+		req.Header.Set(HeaderFault, fault)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		switch w.Code {
+		case 200, 400, 413, 503:
+		default:
+			t.Fatalf("status %d", w.Code)
+		}
+		if p := s.Pages(); p.UsedPages != 0 || p.Running != 0 {
+			t.Fatalf("pages held after the request: %+v", p)
+		}
+	})
+}
