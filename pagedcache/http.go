@@ -43,7 +43,34 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP serves the OpenAI-compatible API and the debug endpoints.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Log == nil || r.Method == http.MethodPost {
+		s.mux.ServeHTTP(w, r) // generation requests log their own, richer line
+		return
+	}
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.mux.ServeHTTP(sw, r)
+	s.writeLog(fmt.Sprintf("%s %s %q %d dur=%s\n", time.Now().UTC().Format(time.RFC3339Nano), r.Method,
+		r.URL.Path, sw.status, time.Since(start).Round(time.Microsecond)))
+}
+
+// statusWriter records the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) writeLog(line string) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = io.WriteString(s.opts.Log, line)
+}
 
 // tenantOf names the request's tenant: X-Tenant-ID, else the API key's
 // tenant, else "anonymous".
@@ -420,7 +447,5 @@ func (s *Server) logRequest(r *http.Request, j *job, out *outcome, aerr *apiErro
 	line := fmt.Sprintf("%s %s %s %d id=%s tenant=%q tokens=%d reported_prompt=%d cached=%d completion=%d finish=%s faults=%q dur=%s\n",
 		time.Now().UTC().Format(time.RFC3339Nano), r.Method, r.URL.Path, status, j.id, j.tenant,
 		len(j.prompt), prompt, cached, completion, finish, faults, d.Round(time.Microsecond))
-	s.logMu.Lock()
-	io.WriteString(s.opts.Log, line)
-	s.logMu.Unlock()
+	s.writeLog(line)
 }

@@ -136,6 +136,13 @@ func TestRequestLog(t *testing.T) {
 	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `tenant="acme"`) || !strings.Contains(line, " 200 ") {
 		t.Errorf("log = %q", line)
 	}
+	get(t, ts.URL+"/debug/pages")
+	mu.Lock()
+	line2 := strings.TrimPrefix(sb.String(), line)
+	mu.Unlock()
+	if strings.Count(line2, "\n") != 1 || !strings.Contains(line2, `GET "/debug/pages" 200`) {
+		t.Errorf("log of a GET = %q", line2)
+	}
 	if strings.Contains(line, "PINEAPPLE") || strings.Contains(line, "sk-live") {
 		t.Errorf("log leaks input: %q", line)
 	}

@@ -30,7 +30,7 @@ func TestReadmeSnippet(t *testing.T) {
 	}
 	ask(client("sk-clinic"), "Patient Jane Roe, NHS 943 476 5919, diagnosis F32.1. Draft the referral.")
 	resp := ask(client("sk-other"), strings.Repeat(" lorem", 5000)) // over 4,095, under 16,384
-	rec, _ := ts.Request(resp.ID)                                    // ground truth
+	rec, _ := ts.Request(resp.ID)                                   // ground truth
 	if resp.Usage.PromptTokens != 1 || len(rec.ForeignTenants()) == 0 {
 		t.Fatalf("no leak: %+v", rec)
 	}
