@@ -1,7 +1,13 @@
 package classifiers
 
 import (
+	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"slices"
 	"sort"
 )
 
@@ -30,8 +36,12 @@ type detector struct {
 	// context words raise confidence when they occur near a finding.
 	context []string
 	// mask renders the preview of a value.
-	mask func(v string) string
+	mask maskFunc
 }
+
+// maskFunc appends the masked preview of value v to dst and returns the
+// extended slice. It must not retain v.
+type maskFunc func(dst, v []byte) []byte
 
 // scanState is the per-call state of one chunk scan.
 type scanState struct {
@@ -48,7 +58,18 @@ type scanState struct {
 	custHits [][]span
 	custCtx  [][]int
 	hits     []detHit
+	// Finding output: previews and hashes are appended to arena and turned
+	// into strings once per chunk (refs[i] locates out[i]'s).
+	arena   []byte
+	refs    []arenaRef
+	mac     hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
+	sum     [sha256.Size]byte
+	scratch []byte
+	phones  map[string]phoneResult // per-scan memo of phone validation
 }
+
+// arenaRef locates a finding's preview and hash in scanState.arena.
+type arenaRef struct{ pLo, pHi, hLo int32 }
 
 type detHit struct{ det, start, end int }
 
@@ -60,7 +81,8 @@ type span struct{ lo, hi int }
 func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int) ([]Finding, error) {
 	st := &scanState{ctx: ctx, s: s, text: text, acceptLo: acceptLo, acceptHi: acceptHi,
 		windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)),
-		custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom))}
+		custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
+		mac: hmac.New(sha256.New, s.key)}
 	// Pass 1: keywords and context words.
 	s.ac.scan(text, func(p, end int) {
 		ref := s.acRefs[p]
@@ -106,6 +128,7 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
+	st.finishStrings()
 	fs := resolveOverlaps(st.out)
 	kept := fs[:0]
 	for _, f := range fs {
@@ -150,28 +173,68 @@ func (st *scanState) anchors() {
 	}
 }
 
-// emit records a finding for detector id over text[start:end] when it
-// starts in the accepted range of the chunk.
-func (st *scanState) emit(id string, cat Category, start, end int, conf float64, norm string, mask func(string) string) {
+// emit records a finding for detector id over text[start:end]; norm is the
+// normalised value that is hashed (emit does not retain it). Findings outside
+// the chunk's accepted range are dropped by scanChunk.
+func (st *scanState) emit(id string, cat Category, start, end int, conf float64, norm []byte, mask maskFunc) {
 	if end <= start {
 		return
 	}
-	v := string(st.text[start:end])
 	if mask == nil {
 		mask = maskGeneric
 	}
 	if conf > 1 {
 		conf = 1
 	}
+	if st.out == nil {
+		// One finding per ~64 bytes is the densest realistic text; the
+		// slices grow from there if needed.
+		est := len(st.text)/256 + 16
+		st.out = make([]Finding, 0, est)
+		st.refs = make([]arenaRef, 0, est)
+		st.arena = make([]byte, 0, est*56)
+	}
+	var r arenaRef
+	r.pLo = int32(len(st.arena))
+	st.arena = mask(st.arena, st.text[start:end])
+	r.pHi = int32(len(st.arena))
+	r.hLo = r.pHi
+	st.mac.Reset()
+	st.mac.Write(norm)
+	sum := st.mac.Sum(st.sum[:0])
+	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
+	st.refs = append(st.refs, r)
 	st.out = append(st.out, Finding{
 		Detector:   id,
 		Category:   cat,
 		Start:      start,
 		End:        end,
 		Confidence: round2(conf),
-		Preview:    mask(v),
-		Hash:       st.s.hash(norm),
 	})
+}
+
+// emitString is emit with a normalised value held in a string.
+func (st *scanState) emitString(id string, cat Category, start, end int, conf float64, norm string, mask maskFunc) {
+	st.scratch = append(st.scratch[:0], norm...)
+	st.emit(id, cat, start, end, conf, st.scratch, mask)
+}
+
+// hashBytes is how much of the HMAC-SHA256 a Finding.Hash keeps (hex
+// encoded, 32 characters).
+const hashBytes = 16
+
+// finishStrings gives every finding its Preview and Hash, substrings of one
+// string made from the arena (one allocation per chunk instead of two per
+// finding).
+func (st *scanState) finishStrings() {
+	if len(st.out) == 0 {
+		return
+	}
+	a := string(st.arena)
+	for i, r := range st.refs {
+		st.out[i].Preview = a[r.pLo:r.pHi]
+		st.out[i].Hash = a[r.hLo : int(r.hLo)+2*hashBytes]
+	}
 }
 
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
@@ -194,7 +257,7 @@ func resolveOverlaps(fs []Finding) []Finding {
 	if len(fs) < 2 {
 		return fs
 	}
-	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(a.Start, b.Start) })
 	class := func(f Finding) int {
 		switch f.Category {
 		case CategoryPII, CategorySecret:
@@ -219,15 +282,15 @@ func resolveOverlaps(fs []Finding) []Finding {
 		}
 		return a.Confidence > b.Confidence
 	}
-	out := fs[:0:0]
-	last := map[int]int{} // overlap class → index in out of its last finding
+	out := make([]Finding, 0, len(fs))
+	last := [3]int{-1, -1, -1} // overlap class → index in out of its last finding
 	for _, f := range fs {
 		k := class(f)
 		if k == 0 {
 			out = append(out, f)
 			continue
 		}
-		if li, ok := last[k]; ok && f.Start < out[li].End {
+		if li := last[k]; li >= 0 && f.Start < out[li].End {
 			if better(f, out[li]) {
 				out[li] = f
 			}

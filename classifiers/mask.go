@@ -8,7 +8,7 @@ import (
 // maskGeneric keeps the value's shape (separators stay), shows at most two
 // alphanumerics at each end and never more than a quarter of them, and
 // stars the rest.
-func maskGeneric(v string) string {
+func maskGeneric(dst, v []byte) []byte {
 	n := 0
 	for i := 0; i < len(v); i++ {
 		if isAlnum(v[i]) {
@@ -16,55 +16,75 @@ func maskGeneric(v string) string {
 		}
 	}
 	show := min(2, n/8) // per end; 2*show <= n/4
-	var b strings.Builder
 	k := 0
-	for _, r := range v {
-		if r < utf8.RuneSelf && isAlnum(byte(r)) {
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c >= utf8.RuneSelf {
+			_, size := utf8.DecodeRune(v[i:])
+			dst = append(dst, '*')
+			i += size
+			continue
+		}
+		i++
+		if isAlnum(c) {
 			if k < show || k >= n-show {
-				b.WriteRune(r)
+				dst = append(dst, c)
 			} else {
-				b.WriteByte('*')
+				dst = append(dst, '*')
 			}
 			k++
 			continue
 		}
-		if r < utf8.RuneSelf && strings.ContainsRune(" -.+()/:", r) {
-			b.WriteRune(r)
+		if strings.IndexByte(" -.+()/:", c) >= 0 {
+			dst = append(dst, c)
 		} else {
-			b.WriteByte('*')
+			dst = append(dst, '*')
 		}
 	}
-	return b.String()
+	return dst
 }
 
 // maskPrefix returns a mask that shows a value's public format prefix (such
 // as "ghp_", which only says what kind of token it is) and stars a fixed
 // number of characters for the rest, so the length is not revealed either.
-func maskPrefix(prefixLen int) func(string) string {
-	return func(v string) string {
+func maskPrefix(prefixLen int) maskFunc {
+	return func(dst, v []byte) []byte {
 		p := min(prefixLen, len(v)/4)
-		return v[:p] + "****"
+		return append(append(dst, v[:p]...), "****"...)
 	}
 }
 
 // maskEmail renders j***@e***.com: the first character of the local part
 // and of the domain, and the top-level domain.
-func maskEmail(v string) string {
-	at := strings.LastIndexByte(v, '@')
+func maskEmail(dst, v []byte) []byte {
+	at := lastIndexByte(v, '@')
 	if at < 1 {
-		return maskGeneric(v)
+		return maskGeneric(dst, v)
 	}
 	local, dom := v[:at], v[at+1:]
-	dot := strings.LastIndexByte(dom, '.')
+	dot := lastIndexByte(dom, '.')
 	if dot < 1 {
-		return local[:1] + "***@***"
+		return append(append(dst, local[:1]...), "***@***"...)
 	}
-	return local[:1] + "***@" + dom[:1] + "***" + dom[dot:]
+	dst = append(dst, local[:1]...)
+	dst = append(dst, "***@"...)
+	dst = append(dst, dom[:1]...)
+	dst = append(dst, "***"...)
+	return append(dst, dom[dot:]...)
+}
+
+func lastIndexByte(b []byte, c byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // maskLabel shows a marker in full: a classification banner or TLP label is
 // not sensitive itself, it says how the text around it must be handled.
-func maskLabel(v string) string { return v }
+func maskLabel(dst, v []byte) []byte { return append(dst, v...) }
 
 // maskFixed stars the whole value with a fixed-width mask.
-func maskFixed(v string) string { return "********" }
+func maskFixed(dst, _ []byte) []byte { return append(dst, "********"...) }

@@ -134,7 +134,7 @@ func (st *scanState) emailAt(i int) {
 		return
 	}
 	d := st.s.email
-	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
+	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
 }
 
 // ---- phone ----
@@ -209,35 +209,65 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !st.hasContext(d, lo, hi, 48) {
 			return false // a slice of a longer number sequence or identifier
 		}
-		var num *phonenumbers.PhoneNumber
+		key := buf[:0]
 		if intl {
-			n, err := phonenumbers.Parse("+"+digits, "ZZ")
-			if err != nil || !phonenumbers.IsValidNumber(n) {
-				return false
-			}
-			num = n
-		} else if plausibleNational(digits) {
-			for _, region := range phoneRegionsFor(digits) {
-				n, err := phonenumbers.Parse(digits, region)
-				if err == nil && phonenumbers.IsValidNumberForRegion(n, region) {
-					num = n
-					break
-				}
-			}
+			key = append(key, '+')
 		}
-		if num == nil {
+		key = append(key, digits...)
+		res, ok := st.phones[string(key)]
+		if !ok {
+			res = st.s.checkPhone(digits, intl)
+			if st.phones == nil {
+				st.phones = make(map[string]phoneResult)
+			}
+			st.phones[string(key)] = res
+		}
+		if !res.valid {
 			return false
 		}
-		if !st.s.includeReserved && fictionalPhone(num) {
+		if !st.s.includeReserved && res.fictional {
 			return true
 		}
 		base := 0.7
 		if intl {
 			base = 0.85
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), phonenumbers.Format(num, phonenumbers.E164), d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), res.e164, d.mask)
 		return true
 	})
+}
+
+// phoneResult is the outcome of validating one phone candidate.
+type phoneResult struct {
+	valid     bool
+	fictional bool   // a number reserved for fiction (see fictionalPhone)
+	e164      string // normalised form, when valid
+}
+
+// checkPhone validates digits (after a '+' or an IDD "00" when intl, else a
+// national number of one of phoneRegionsFor's regions) with libphonenumber's
+// metadata.
+func (s *Scanner) checkPhone(digits string, intl bool) phoneResult {
+	var num *phonenumbers.PhoneNumber
+	if intl {
+		n, err := phonenumbers.Parse("+"+digits, "ZZ")
+		if err != nil || !phonenumbers.IsValidNumber(n) {
+			return phoneResult{}
+		}
+		num = n
+	} else if plausibleNational(digits) {
+		for _, region := range phoneRegionsFor(digits) {
+			n, err := phonenumbers.Parse(digits, region)
+			if err == nil && phonenumbers.IsValidNumberForRegion(n, region) {
+				num = n
+				break
+			}
+		}
+	}
+	if num == nil {
+		return phoneResult{}
+	}
+	return phoneResult{valid: true, fictional: fictionalPhone(num), e164: phonenumbers.Format(num, phonenumbers.E164)}
 }
 
 // fictionalPhone reports numbers reserved for fiction and documentation:
@@ -325,7 +355,7 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 		if !st.s.includeReserved && testCards[dg] {
 			return true // consume, report nothing
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -379,7 +409,7 @@ func ibanNumeric(st *scanState, d *detector, c *numCand) {
 	if !st.s.includeReserved && exampleIBANs[s] {
 		return
 	}
-	st.emit(d.id, d.cat, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
+	st.emitString(d.id, d.cat, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
 }
 
 // ---- US SSN ----
@@ -422,7 +452,7 @@ func ssnNumeric(st *scanState, d *detector, c *numCand) {
 		if ctx {
 			conf = 0.95
 		}
-		st.emit(d.id, d.cat, lo, hi, conf, dg, d.mask)
+		st.emitString(d.id, d.cat, lo, hi, conf, dg, d.mask)
 		a = b
 	}
 }
@@ -437,7 +467,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	g0 := c.groups[0]
 	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
 		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " ."); ok && validNIR(v) && strings.ContainsAny(v, "AB") {
-			st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+			st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return
 		}
 	}
@@ -453,7 +483,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 		if !validNIR(dg) {
 			return false
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -503,7 +533,7 @@ func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState
 			if !valid(dg) {
 				return false
 			}
-			st.emit(d.id, d.cat, lo, hi, 0.9, dg, d.mask)
+			st.emitString(d.id, d.cat, lo, hi, 0.9, dg, d.mask)
 			return true
 		})
 	}
@@ -535,7 +565,7 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if !ok || !validNINO(v) || (start > 0 && isWordByte(text[start-1])) {
 		return
 	}
-	st.emit(d.id, d.cat, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
+	st.emitString(d.id, d.cat, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
 }
 
 // ---- Spanish DNI / NIE ----
@@ -574,7 +604,7 @@ func dniNumeric(st *scanState, d *detector, c *numCand) {
 	if nie {
 		base = 0.85
 	}
-	st.emit(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
+	st.emitString(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
 }
 
 // ---- Italian codice fiscale ----
@@ -594,7 +624,7 @@ func cfNumeric(st *scanState, d *detector, c *numCand) {
 	if !validCodiceFiscale(v) {
 		return
 	}
-	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.9, lo, hi), v, d.mask)
+	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.9, lo, hi), v, d.mask)
 }
 
 // ---- IP addresses ----
@@ -660,7 +690,7 @@ func ipv4Numeric(st *scanState, d *detector, c *numCand) {
 		if err != nil || !publicAddr(addr, st.s.includeReserved) {
 			continue
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
 		a = b
 	}
 }
@@ -700,7 +730,7 @@ func (st *scanState) ipv6At(i int) int {
 		return end
 	}
 	d := st.s.ipv6
-	st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
+	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
 	return end
 }
 
@@ -731,7 +761,7 @@ func walletNumeric(st *scanState, d *detector, c *numCand) {
 		if checked {
 			conf = 0.9
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), strings.ToLower(v), d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), strings.ToLower(v), d.mask)
 	case (text[lo] == '1' || text[lo] == '3') && g.hi < len(text) && isAlpha(text[g.hi]):
 		hi := lo
 		for hi < len(text) && hi-lo <= 35 && isAlnum(text[hi]) {
@@ -747,7 +777,7 @@ func walletNumeric(st *scanState, d *detector, c *numCand) {
 		if !st.s.includeReserved && v == "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa" {
 			return // the genesis block address, quoted in every tutorial
 		}
-		st.emit(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 	}
 }
 
@@ -769,7 +799,7 @@ func bech32Window(st *scanState, d *detector, lo, hi int) {
 		}
 		v := string(text[i:j])
 		if validBech32Address(v) {
-			st.emit(d.id, d.cat, i, j, st.conf(d, 0.9, i, j), strings.ToLower(v), d.mask)
+			st.emitString(d.id, d.cat, i, j, st.conf(d, 0.9, i, j), strings.ToLower(v), d.mask)
 			i = j
 		}
 	}

@@ -2,6 +2,7 @@ package classifiers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -12,7 +13,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -297,14 +297,14 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 }
 
 func sortFindings(fs []Finding) []Finding {
-	sort.SliceStable(fs, func(i, j int) bool {
-		if fs[i].Start != fs[j].Start {
-			return fs[i].Start < fs[j].Start
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
 		}
-		if fs[i].End != fs[j].End {
-			return fs[i].End < fs[j].End
+		if c := cmp.Compare(a.End, b.End); c != 0 {
+			return c
 		}
-		return fs[i].Detector < fs[j].Detector
+		return strings.Compare(a.Detector, b.Detector)
 	})
 	return fs
 }
@@ -348,7 +348,10 @@ func runeStarts(b []byte) int {
 // finish converts chunk-relative raw findings into Findings with stream
 // offsets and positions, appending them to all.
 func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
-	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
+	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(a.Start, b.Start) })
+	if all == nil {
+		all = make([]Finding, 0, len(fs))
+	}
 	for _, f := range fs {
 		p.advance(buf, base, base+f.Start)
 		f.Line = p.line
@@ -361,9 +364,10 @@ func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) [
 	return all
 }
 
-// hash is the keyed hash of a normalised value.
+// hash is the keyed hash of a normalised value (scans use the same
+// construction through scanState.emit without allocating per value).
 func (s *Scanner) hash(norm string) string {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte(norm))
-	return hex.EncodeToString(m.Sum(nil)[:16])
+	return hex.EncodeToString(m.Sum(nil)[:hashBytes])
 }
