@@ -415,6 +415,7 @@ func (g *Guard) classify(ctx context.Context, texts []string) ([][]classifiers.F
 func (g *Guard) redact(v *vault, s string, fs []classifiers.Finding) (string, int) {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 	var b strings.Builder
+	b.Grow(len(s) + 16*len(fs))
 	last, n := 0, 0
 	for _, f := range fs {
 		if f.Start < last {

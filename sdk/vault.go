@@ -183,6 +183,7 @@ func (v *vault) restore(s string, jsonText bool) restoreResult {
 		return res
 	}
 	var b strings.Builder
+	b.Grow(len(s) + 64)
 	last := 0
 	for i := 0; i < len(s); {
 		j := strings.Index(s[i:], placeholderOpen)
