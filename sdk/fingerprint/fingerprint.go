@@ -110,18 +110,54 @@ type Fingerprint struct {
 
 const base = 0x100000001b3 // odd multiplier of the rolling hash
 
-type cand struct {
-	hash uint64
-	idx  int // k-gram index
+// Normalisation classes of ASCII bytes: a normalised byte, or one of the
+// markers below.
+const (
+	clsSpace = 0    // white space (and punctuation when stripped)
+	clsRune  = 0x80 // first byte of a multi-byte rune: the slow path
+)
+
+// normTable maps each byte to its normalised ASCII byte (lower case), or to
+// clsSpace or clsRune.
+type normTable [256]byte
+
+func newNormTable(strip bool) *normTable {
+	var t normTable
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		switch {
+		case b >= 0x80:
+			t[c] = clsRune
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f':
+			t[c] = clsSpace
+		case 'A' <= b && b <= 'Z':
+			t[c] = b + 'a' - 'A'
+		case strip && isPunct(b):
+			t[c] = clsSpace
+		case b == 0:
+			// NUL is a byte like any other; it must not look like the
+			// space class.
+			t[c] = clsRune
+		default:
+			t[c] = b
+		}
+	}
+	return &t
 }
 
 // Winnower fingerprints a text written to it in pieces, as a stream
 // arrives: the fingerprints of the pieces written so far are exactly those
 // of their concatenation. A Winnower is not safe for concurrent use.
+//
+// The work per input byte is a table lookup, one multiply-add of the
+// rolling hash, a 64-bit mix and one comparison with the current window
+// minimum; the window is rescanned only when its minimum leaves it (the
+// algorithm of the winnowing paper), so selection costs O(1) amortised and
+// nothing is allocated per byte.
 type Winnower struct {
 	k, w   int
 	seed   uint64
-	strip  bool
+	tab    *normTable
 	pow    uint64 // base^k
 	h      uint64
 	mask   int    // len(ring)-1; the ring holds at least k+w normalised bytes
@@ -132,18 +168,18 @@ type Winnower struct {
 	in     int    // input bytes consumed so far
 	pend   [utf8.UTFMax]byte
 	npend  int
-	dq     []cand // monotone deque (ring of len dqMask+1 >= w+1)
-	dqMask int
-	dqHead int
-	dqLen  int
-	last   int // k-gram index of the last selected fingerprint, -1 none
+	hr     []uint64 // last k-gram hashes, by k-gram index & hmask
+	hmask  int
+	minIdx int    // k-gram index of the current window's rightmost minimum
+	minH   uint64 // its hash
+	last   int    // k-gram index of the last selected fingerprint, -1 none
 	out    []Fingerprint
 }
 
 // NewWinnower returns a Winnower with opts.
 func NewWinnower(opts Options) *Winnower {
 	opts = opts.withDefaults()
-	w := &Winnower{k: opts.K, w: opts.Window, seed: opts.Seed, strip: opts.StripPunctuation}
+	w := &Winnower{k: opts.K, w: opts.Window, seed: opts.Seed, tab: newNormTable(opts.StripPunctuation)}
 	w.pow = 1
 	for i := 0; i < w.k; i++ {
 		w.pow *= base
@@ -156,11 +192,11 @@ func NewWinnower(opts Options) *Winnower {
 	w.ring = make([]byte, size)
 	w.offs = make([]int, size)
 	size = 1
-	for size < w.w+1 {
+	for size < w.w {
 		size <<= 1
 	}
-	w.dqMask = size - 1
-	w.dq = make([]cand, size)
+	w.hmask = size - 1
+	w.hr = make([]uint64, size)
 	w.Reset()
 	return w
 }
@@ -169,7 +205,7 @@ func NewWinnower(opts Options) *Winnower {
 func (w *Winnower) Reset() {
 	w.h, w.n, w.in, w.npend = 0, 0, 0, 0
 	w.space = true
-	w.dqHead, w.dqLen = 0, 0
+	w.minIdx, w.minH = -1, ^uint64(0)
 	w.last = -1
 	w.out = w.out[:0]
 }
@@ -217,50 +253,77 @@ func (w *Winnower) Write(p []byte) (int, error) {
 // WriteString is Write for a string.
 func (w *Winnower) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
+// feed normalises and hashes p. The ASCII path is inlined here with the
+// state in locals; multi-byte runes and invalid bytes go through rune and
+// push, which do the same steps.
 func (w *Winnower) feed(p []byte) {
-	for i := 0; i < len(p); {
+	tab := w.tab
+	ring, offs, hr := w.ring, w.offs, w.hr
+	mask, hmask := w.mask, w.hmask
+	k, win := w.k, w.w
+	pow, seed := w.pow, w.seed
+	h, n, in, space := w.h, w.n, w.in, w.space
+	minIdx, minH := w.minIdx, w.minH
+	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
-				w.push(c, w.in)
-				w.space = false
-			case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
-				if !w.space {
-					w.push(' ', w.in)
-					w.space = true
-				}
-			case 'A' <= c && c <= 'Z':
-				w.push(c+'a'-'A', w.in)
-				w.space = false
-			case w.strip && isPunct(c):
-				w.spaceAt(w.in)
-			default:
-				w.push(c, w.in)
-				w.space = false
+		nc := tab[c]
+		if nc == clsSpace {
+			in++
+			if space {
+				continue
 			}
-			w.in++
-			i++
+			space = true
+			nc = ' '
+		} else if nc == clsRune {
+			// Slow path: sync the state, decode, resync.
+			w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
+			if c == 0 {
+				w.push(0, in)
+				w.space = false
+				w.in++
+			} else {
+				if !utf8.FullRune(p[i:]) {
+					w.npend = copy(w.pend[:], p[i:])
+					return
+				}
+				r, size := utf8.DecodeRune(p[i:])
+				if r == utf8.RuneError && size == 1 {
+					// Invalid byte: keep it as is, so invalid input
+					// still fingerprints deterministically.
+					w.push(c, in)
+					w.space = false
+				} else {
+					w.rune(r, in)
+				}
+				w.in += size
+				i += size - 1
+			}
+			h, n, in, space, minIdx, minH = w.h, w.n, w.in, w.space, w.minIdx, w.minH
+			continue
+		} else {
+			in++
+			space = false
+		}
+		// push nc at input offset in-1.
+		ring[n&mask] = nc
+		offs[n&mask] = in - 1
+		h = h*base + uint64(nc) + 1
+		if n >= k {
+			h -= (uint64(ring[(n-k)&mask]) + 1) * pow
+		}
+		n++
+		if n < k {
 			continue
 		}
-		if !utf8.FullRune(p[i:]) {
-			w.npend = copy(w.pend[:], p[i:])
-			return
+		idx := n - k
+		x := (h ^ seed) * 0x9e3779b97f4a7c15
+		x ^= x >> 32
+		hr[idx&hmask] = x
+		if x <= minH || minIdx <= idx-win || idx == win-1 {
+			minIdx, minH = w.slide(x, idx, minIdx, minH)
 		}
-		r, size := utf8.DecodeRune(p[i:])
-		if r == utf8.RuneError && size == 1 {
-			// Invalid byte: keep it as is, so invalid input still
-			// fingerprints deterministically.
-			w.push(p[i], w.in)
-			w.space = false
-			w.in++
-			i++
-			continue
-		}
-		w.rune(r, w.in)
-		w.in += size
-		i += size
 	}
+	w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
 }
 
 func (w *Winnower) rune(r rune, off int) {
@@ -296,48 +359,58 @@ func isPunct(c byte) bool {
 	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
 }
 
-// push adds one normalised byte at input offset off.
+// push adds one normalised byte at input offset off (the slow path; feed
+// inlines the same steps).
 func (w *Winnower) push(c byte, off int) {
 	n := w.n
 	w.ring[n&w.mask] = c
 	w.offs[n&w.mask] = off
-	w.n = n + 1
 	h := w.h*base + uint64(c) + 1
-	if n < w.k {
-		w.h = h
-		if n+1 < w.k {
-			return
-		}
-	} else {
+	if n >= w.k {
 		h -= (uint64(w.ring[(n-w.k)&w.mask]) + 1) * w.pow // the byte leaving
-		w.h = h
 	}
-	// k-gram index n+1-k just completed; run one step of robust winnowing
-	// with a monotone deque.
-	idx := n + 1 - w.k
+	w.h = h
+	w.n = n + 1
+	if w.n < w.k {
+		return
+	}
+	idx := w.n - w.k
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
-	m := w.dqMask
-	for w.dqLen > 0 && w.dq[(w.dqHead+w.dqLen-1)&m].hash >= x {
-		w.dqLen-- // not smaller: the rightmost minimum wins ties
+	w.hr[idx&w.hmask] = x
+	if x <= w.minH || w.minIdx <= idx-w.w || idx == w.w-1 {
+		w.minIdx, w.minH = w.slide(x, idx, w.minIdx, w.minH)
 	}
-	w.dq[(w.dqHead+w.dqLen)&m] = cand{x, idx}
-	w.dqLen++
-	if w.dq[w.dqHead].idx <= idx-w.w {
-		w.dqHead = (w.dqHead + 1) & m // left the window
-		w.dqLen--
+}
+
+// slide runs one step of robust winnowing for k-gram idx of hash x (already
+// in hr), given the previous window's rightmost minimum: it rescans the
+// window when that minimum left it, selects the new minimum as a fingerprint
+// when it changed and the window is full, and returns it.
+func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
+	switch {
+	case x <= minH:
+		minIdx, minH = idx, x // not smaller: the rightmost minimum wins ties
+	case minIdx <= idx-w.w:
+		// The minimum left the window: find the rightmost minimum of the
+		// window, scanning leftwards and keeping only strictly smaller.
+		minIdx, minH = idx, x
+		for j := idx - 1; j > idx-w.w; j-- {
+			if v := w.hr[j&w.hmask]; v < minH {
+				minIdx, minH = j, v
+			}
+		}
 	}
-	if idx < w.w-1 {
-		return // no full window yet
+	if idx < w.w-1 || minIdx == w.last {
+		return minIdx, minH // no full window yet, or the same selection
 	}
-	if front := w.dq[w.dqHead]; front.idx != w.last {
-		w.last = front.idx
-		w.out = append(w.out, Fingerprint{
-			Hash:   front.hash,
-			Offset: w.offs[front.idx&w.mask],
-			End:    w.offs[(front.idx+w.k-1)&w.mask] + 1,
-		})
-	}
+	w.last = minIdx
+	w.out = append(w.out, Fingerprint{
+		Hash:   minH,
+		Offset: w.offs[minIdx&w.mask],
+		End:    w.offs[(minIdx+w.k-1)&w.mask] + 1,
+	})
+	return minIdx, minH
 }
 
 // Take returns the fingerprints selected since the last Take (or Reset) and
@@ -355,8 +428,9 @@ func (w *Winnower) Take() []Fingerprint {
 // Of returns the fingerprints of text in order of position.
 func Of(text []byte, opts Options) []Fingerprint {
 	w := NewWinnower(opts)
-	// Capacity: the expected density of winnowing is 2/(W+1); leave room.
-	w.out = make([]Fingerprint, 0, 2*len(text)/w.w+16)
+	// Capacity: the expected density of winnowing is 2/(W+1); leave a
+	// little room (append grows it on unusual text).
+	w.out = make([]Fingerprint, 0, 2*len(text)/(w.w+1)+len(text)/64+16)
 	w.feed(text)
 	out := w.out
 	w.out = nil

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 func BenchmarkVerify4KB(b *testing.B) {
 	ctx := context.Background()
 	v := newTestVerifier(b, Options{})
-	g := gen{r: rand.New(rand.NewPCG(1, 2))}
+	g := newGen(1, 2)
 	for i := 0; i < 1000; i++ {
 		ge := g.exchange(v, fmt.Sprint("warm-", i))
 		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
@@ -51,7 +50,7 @@ func BenchmarkVerify4KB(b *testing.B) {
 func BenchmarkStream4KB(b *testing.B) {
 	ctx := context.Background()
 	v := newTestVerifier(b, Options{})
-	g := gen{r: rand.New(rand.NewPCG(3, 4))}
+	g := newGen(3, 4)
 	ge := g.exchange(v, "bench")
 	var resp strings.Builder
 	for resp.Len() < 4<<10 {

@@ -28,6 +28,8 @@ type session struct {
 	verified int    // bytes of buf checked for span signals
 	win      *fingerprint.Winnower
 	respFP   []uint64
+	pending  []fingerprint.Fingerprint // cross: fingerprints to look up
+	hashes   []uint64                  // cross: their hashes
 	runs     map[string]*run
 	reported map[string]bool // dedupe key of reported signals
 
@@ -351,32 +353,38 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 
 // cross looks fps up and extends the runs of fingerprints shared with other
 // exchanges.
+//
+// A fingerprint is neutral (it neither counts as evidence nor breaks a run)
+// when it is one of this exchange's own request, when it is boilerplate
+// (built in, configured, or held by more than MaxDocFreq other exchanges),
+// or when its k-gram is made only of common words. Only the remaining ones
+// are looked up in the store, in one batch; among them, one that no other
+// exchange holds breaks every run, and one held by exchange X extends the
+// run with X and counts the bytes it covers as evidence.
 func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]inbound.Signal, error) {
 	if len(fps) == 0 {
 		return nil, nil
 	}
 	v := s.v
-	hashes := make([]uint64, 0, len(fps))
+	s.pending = s.pending[:0]
+	s.hashes = s.hashes[:0]
 	for _, f := range fps {
 		s.respFP = append(s.respFP, f.Hash)
-		hashes = append(hashes, f.Hash)
+		if s.ownFP[f.Hash] || v.boilerplate[f.Hash] {
+			continue
+		}
+		s.pending = append(s.pending, f)
+		s.hashes = append(s.hashes, f.Hash)
 	}
-	holders, err := v.store.Lookup(ctx, hashes)
+	if len(s.hashes) == 0 {
+		return nil, nil
+	}
+	holders, err := v.store.Lookup(ctx, s.hashes)
 	if err != nil {
 		return nil, fmt.Errorf("verify: fingerprint lookup: %w", err)
 	}
 	var sigs []inbound.Signal
-	for i, f := range fps {
-		// Text of this exchange's own request is no evidence: it breaks
-		// runs. Boilerplate (configured, or held by many exchanges) is
-		// neutral: it neither breaks a run nor counts as evidence.
-		if s.ownFP[f.Hash] {
-			clear(s.runs)
-			continue
-		}
-		if v.boilerplate[f.Hash] {
-			continue
-		}
+	for i, f := range s.pending {
 		h := holders[i]
 		others := h.Count
 		for _, id := range h.Exchanges {
@@ -384,8 +392,12 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				others--
 			}
 		}
-		if others > v.opts.MaxDocFreq {
+		if others <= 0 {
+			clear(s.runs) // text nobody else wrote
 			continue
+		}
+		if others > v.opts.MaxDocFreq || !v.informative(s.buf, f.Offset, min(f.End, len(s.buf))) {
+			continue // common: neutral
 		}
 		// A run with exchange X goes on while X holds the fingerprints.
 		for id := range s.runs {
@@ -404,7 +416,7 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			}
 			r.n++
 			// Evidence is the bytes covered by the counted fingerprints
-			// (their union), not the gaps boilerplate left between them.
+			// (their union), not the gaps neutral text left between them.
 			if f.Offset >= r.end {
 				r.covered += f.End - f.Offset
 			} else if f.End > r.end {

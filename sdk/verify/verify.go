@@ -108,8 +108,11 @@ type Options struct {
 	// boilerplate and ignored; 0 means DefaultMaxDocFreq.
 	MaxDocFreq int
 	// Boilerplate are texts known to be shared (standard disclaimers,
-	// shared system prompts): their fingerprints never count.
+	// shared system prompts): their k-grams never count. They add to the
+	// built-in stock phrases ([BuiltinBoilerplate]).
 	Boilerplate []string
+	// NoBuiltinBoilerplate leaves out the built-in stock phrases.
+	NoBuiltinBoilerplate bool
 	// CanaryKey keys canaries; nil means a random key per Verifier (then
 	// only this Verifier can confirm the source of a canary).
 	CanaryKey []byte
@@ -135,6 +138,7 @@ type Verifier struct {
 	canaryKey   []byte
 	templates   *templateMatcher
 	boilerplate map[uint64]bool
+	common      map[string]bool
 	allow       allowList
 	holdBack    int
 }
@@ -190,12 +194,22 @@ func New(opts Options) (*Verifier, error) {
 		}
 	}
 	v.templates = newTemplateMatcher()
+	// Every k-gram of a boilerplate text (window 1), not only its
+	// fingerprints: the fingerprints a response selects inside a phrase
+	// depend on the text around it.
 	v.boilerplate = map[uint64]bool{}
-	for _, b := range opts.Boilerplate {
-		for _, f := range fingerprint.OfString(b, v.opts.Fingerprint) {
+	all := v.opts.Fingerprint
+	all.Window = 1
+	bp := opts.Boilerplate
+	if !opts.NoBuiltinBoilerplate {
+		bp = append(append([]string(nil), builtinBoilerplate...), bp...)
+	}
+	for _, b := range bp {
+		for _, f := range fingerprint.OfString(b, all) {
 			v.boilerplate[f.Hash] = true
 		}
 	}
+	v.common = commonSet()
 	v.allow = newAllowList(opts.Inbound.AllowList)
 	v.holdBack = max(v.opts.MaxEntityLen, maxTemplateLen(), CanaryLen,
 		v.opts.MinSpan+2*v.opts.Fingerprint.Guarantee())
