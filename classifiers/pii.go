@@ -2,7 +2,6 @@ package classifiers
 
 import (
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/nyaruka/phonenumbers"
@@ -248,34 +247,41 @@ type phoneResult struct {
 // national number of one of phoneRegionsFor's regions) with libphonenumber's
 // metadata.
 func (s *Scanner) checkPhone(digits string, intl bool) phoneResult {
-	var num *phonenumbers.PhoneNumber
+	var num phoneNumber
+	found := false
 	if intl {
-		n, err := phonenumbers.Parse("+"+digits, "ZZ")
-		if err != nil || !phonenumbers.IsValidNumber(n) {
-			return phoneResult{}
+		n, valid, handled := s.phones.international(digits)
+		if !handled {
+			if ln, err := phonenumbers.Parse("+"+digits, "ZZ"); err == nil && phonenumbers.IsValidNumber(ln) {
+				n, valid = fromLibrary(ln), true
+			}
 		}
-		num = n
+		num, found = n, valid
 	} else if plausibleNational(digits) {
 		for _, region := range phoneRegionsFor(digits) {
-			n, err := phonenumbers.Parse(digits, region)
-			if err == nil && phonenumbers.IsValidNumberForRegion(n, region) {
-				num = n
+			n, valid, handled := s.phones.national(digits, region)
+			if !handled {
+				if ln, err := phonenumbers.Parse(digits, region); err == nil && phonenumbers.IsValidNumberForRegion(ln, region) {
+					n, valid = fromLibrary(ln), true
+				}
+			}
+			if valid {
+				num, found = n, true
 				break
 			}
 		}
 	}
-	if num == nil {
+	if !found {
 		return phoneResult{}
 	}
-	return phoneResult{valid: true, fictional: fictionalPhone(num), e164: phonenumbers.Format(num, phonenumbers.E164)}
+	return phoneResult{valid: true, fictional: fictionalPhone(num.cc, num.nationalNumber()), e164: num.e164()}
 }
 
 // fictionalPhone reports numbers reserved for fiction and documentation:
 // NANP 555-0100 to 555-0199, and ARCEP's ranges for audiovisual works in
 // France (01 99 00, 02 61 91, 03 53 01, 04 65 71, 05 36 49, 06 39 98).
-func fictionalPhone(n *phonenumbers.PhoneNumber) bool {
-	nat := strconv.FormatUint(n.GetNationalNumber(), 10)
-	switch n.GetCountryCode() {
+func fictionalPhone(cc int, nat string) bool {
+	switch cc {
 	case 1:
 		return len(nat) == 10 && nat[3:7] == "5550" && nat[7] == '1'
 	case 33:

@@ -80,7 +80,9 @@ const (
 )
 
 // Scanner finds sensitive values in text. It is built by New and is safe for
-// concurrent use by multiple goroutines: it is never modified after New.
+// concurrent use by multiple goroutines: its configuration is never modified
+// after New, and the phone validation tables it builds on first use are
+// guarded by a lock.
 type Scanner struct {
 	key             []byte
 	dets            []*detector
@@ -93,6 +95,7 @@ type Scanner struct {
 	includeReserved bool
 	timeout         time.Duration
 	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
+	phones          *phoneBook
 }
 
 // acRef says what an Aho-Corasick pattern means: a trigger or a context word
@@ -108,7 +111,7 @@ type acRef struct {
 // custom rule or an unknown detector selection returns a *RuleError naming
 // it.
 func New(opts Options) (*Scanner, error) {
-	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout, chunk: chunkSize, overlap: chunkOverlap}
+	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout, chunk: chunkSize, overlap: chunkOverlap, phones: newPhoneBook()}
 	if s.timeout <= 0 {
 		s.timeout = DefaultMatchTimeout
 	}

@@ -1,0 +1,313 @@
+package classifiers
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nyaruka/phonenumbers"
+)
+
+// Fast phone validation.
+//
+// phonenumbers.Parse followed by IsValidNumber costs about 10µs per
+// candidate, most of it spent on steps that cannot apply to the candidates
+// the engine hands over (digits only: no letters, extensions or formatting)
+// and on looking patterns up by their text in a shared cache. phoneBook
+// performs the same decisions for the country calling codes of the regions
+// aishield targets (1, 32, 33, 34, 39, 41, 44, 49) with libphonenumber's own
+// metadata and patterns, compiled once per region, and defers to
+// phonenumbers for every other case (other calling codes, national numbers
+// starting with an international prefix or the region's calling code, and
+// regions whose metadata uses national prefix transform rules).
+// TestPhoneFastPathMatchesLibrary checks that both give the same answer.
+
+// phoneCountryCodes are the calling codes phoneBook handles itself. They are
+// prefix-free among all calling codes, so the code of an international
+// number starting with one of them is that one.
+var phoneCountryCodes = []string{"1", "32", "33", "34", "39", "41", "44", "49"}
+
+// phoneBook holds per-region validation tables, built on first use. It is
+// safe for concurrent use.
+type phoneBook struct {
+	mu      sync.Mutex
+	regions map[string]*phoneRegion
+}
+
+// phoneRegion is one region's compiled metadata; immutable once built.
+type phoneRegion struct {
+	ok        bool // metadata found and its patterns compiled
+	transform bool // national prefix transform rule: numbers of this region go to phonenumbers
+	cc        int
+	ccStr     string
+	idd       string // international prefix, a digit literal
+	npfp      *regexp.Regexp
+	leading   *regexp.Regexp // leading digits for shared calling codes, or nil
+	general   phoneDesc
+	types     []phoneDesc
+	possible  []int32 // general possible lengths (testNumberLength)
+	localOnly []int32
+}
+
+// phoneDesc is a PhoneNumberDesc: possible lengths (empty means those of
+// the general description) and the anchored national number pattern.
+type phoneDesc struct {
+	lens []int32
+	re   *regexp.Regexp
+}
+
+func (d *phoneDesc) match(nsn string) bool {
+	if len(d.lens) > 0 {
+		found := false
+		for _, l := range d.lens {
+			if int(l) == len(nsn) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return d.re.MatchString(nsn)
+}
+
+func newPhoneBook() *phoneBook { return &phoneBook{regions: map[string]*phoneRegion{}} }
+
+// region returns the compiled tables of region id (built once).
+func (b *phoneBook) region(id string) *phoneRegion {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.regions[id]; ok {
+		return r
+	}
+	r := buildPhoneRegion(id)
+	b.regions[id] = r
+	return r
+}
+
+func buildPhoneRegion(id string) *phoneRegion {
+	r := &phoneRegion{}
+	coll, err := phonenumbers.MetadataCollection()
+	if err != nil {
+		return r
+	}
+	var m *phonenumbers.PhoneMetadata
+	for _, md := range coll.GetMetadata() {
+		if md.GetId() == id {
+			m = md
+			break
+		}
+	}
+	if m == nil || m.GetGeneralDesc() == nil {
+		return r
+	}
+	r.transform = m.GetNationalPrefixTransformRule() != ""
+	idd := m.GetInternationalPrefix()
+	if idd == "" || strings.Trim(idd, "0123456789") != "" {
+		return r
+	}
+	compile := func(pat string) *regexp.Regexp {
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return nil
+		}
+		return re
+	}
+	r.cc = int(m.GetCountryCode())
+	r.ccStr = strconv.Itoa(r.cc)
+	r.idd = idd
+	if p := m.GetNationalPrefixForParsing(); p != "" {
+		if r.npfp = compile("^(?:" + p + ")"); r.npfp == nil {
+			return r
+		}
+	}
+	if p := m.GetLeadingDigits(); p != "" {
+		if r.leading = compile("^(?:" + p + ")"); r.leading == nil {
+			return r
+		}
+	}
+	desc := func(d *phonenumbers.PhoneNumberDesc) (phoneDesc, bool) {
+		re := compile("^(?:" + d.GetNationalNumberPattern() + ")$")
+		return phoneDesc{lens: d.GetPossibleLength(), re: re}, re != nil
+	}
+	g, ok := desc(m.GetGeneralDesc())
+	if !ok {
+		return r
+	}
+	r.general = g
+	r.possible = m.GetGeneralDesc().GetPossibleLength()
+	r.localOnly = m.GetGeneralDesc().GetPossibleLengthLocalOnly()
+	if len(r.possible) == 0 {
+		return r
+	}
+	// The order of getNumberTypeHelper; only "is any type matched" matters.
+	ds := []*phonenumbers.PhoneNumberDesc{m.GetPremiumRate(), m.GetTollFree(), m.GetSharedCost(), m.GetVoip(),
+		m.GetPersonalNumber(), m.GetPager(), m.GetUan(), m.GetVoicemail(), m.GetFixedLine()}
+	if !m.GetSameMobileAndFixedLinePattern() {
+		ds = append(ds, m.GetMobile())
+	}
+	for _, d := range ds {
+		if d == nil {
+			continue
+		}
+		t, ok := desc(d)
+		if !ok {
+			return r
+		}
+		r.types = append(r.types, t)
+	}
+	r.ok = true
+	return r
+}
+
+// valid is getNumberTypeHelper(nsn) != UNKNOWN.
+func (r *phoneRegion) valid(nsn string) bool {
+	if !r.general.match(nsn) {
+		return false
+	}
+	for i := range r.types {
+		if r.types[i].match(nsn) {
+			return true
+		}
+	}
+	return false
+}
+
+// Results of testNumberLength that keep a stripped national prefix.
+func (r *phoneRegion) lengthKeepsStrip(n string) bool {
+	if r.possible[0] == -1 {
+		return false // INVALID_LENGTH
+	}
+	l := int32(len(n))
+	for _, x := range r.localOnly {
+		if x == l {
+			return false // IS_POSSIBLE_LOCAL_ONLY
+		}
+	}
+	if r.possible[0] == l {
+		return true
+	}
+	if r.possible[0] > l {
+		return false // TOO_SHORT
+	}
+	if r.possible[len(r.possible)-1] < l {
+		return true // TOO_LONG
+	}
+	for _, x := range r.possible[1:] {
+		if x == l {
+			return true
+		}
+	}
+	return false // INVALID_LENGTH
+}
+
+// nsn strips the national prefix from a national number as Parse does
+// (maybeStripNationalPrefixAndCarrierCode, kept only when the rest has a
+// possible length) and applies Parse's length limits.
+func (r *phoneRegion) nsn(n string) (string, bool) {
+	if len(n) < 2 {
+		return "", false
+	}
+	if r.npfp != nil {
+		if m := r.npfp.FindStringIndex(n); m != nil {
+			p := n[m[1]:]
+			if !(r.general.re.MatchString(n) && !r.general.re.MatchString(p)) && r.lengthKeepsStrip(p) {
+				n = p
+			}
+		}
+	}
+	if len(n) < 2 || len(n) > 17 {
+		return "", false
+	}
+	return n, true
+}
+
+// phoneNumber is a validated number: calling code and national significant
+// number.
+type phoneNumber struct {
+	cc  int
+	nsn string
+}
+
+// international validates the digits that followed a '+'. handled is false
+// when the fast path does not apply and phonenumbers must decide.
+func (b *phoneBook) international(digits string) (num phoneNumber, valid, handled bool) {
+	cc := ""
+	for _, c := range phoneCountryCodes {
+		if strings.HasPrefix(digits, c) {
+			cc = c
+			break
+		}
+	}
+	if cc == "" || len(digits) <= 2 {
+		return num, false, false
+	}
+	code, _ := strconv.Atoi(cc)
+	regions := phonenumbers.GetRegionCodesForCountryCode(code)
+	if len(regions) == 0 {
+		return num, false, false
+	}
+	main := b.region(regions[0])
+	if !main.ok || main.transform || main.cc != code {
+		return num, false, false
+	}
+	nsn, ok := main.nsn(digits[len(cc):])
+	if !ok {
+		return num, false, true
+	}
+	region := main
+	if len(regions) > 1 {
+		region = nil
+		for _, id := range regions {
+			r := b.region(id)
+			if !r.ok || r.cc != code {
+				return num, false, false
+			}
+			if r.leading != nil {
+				if r.leading.MatchString(nsn) {
+					region = r
+					break
+				}
+			} else if r.valid(nsn) {
+				region = r
+				break
+			}
+		}
+		if region == nil {
+			return num, false, true
+		}
+	}
+	return phoneNumber{code, nsn}, region.valid(nsn), true
+}
+
+// national validates digits as a national number of region id.
+func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled bool) {
+	r := b.region(id)
+	if !r.ok || r.transform || strings.HasPrefix(digits, r.idd) || strings.HasPrefix(digits, r.ccStr) {
+		return num, false, false
+	}
+	nsn, ok := r.nsn(digits)
+	if !ok {
+		return num, false, true
+	}
+	return phoneNumber{r.cc, nsn}, r.valid(nsn), true
+}
+
+// e164 formats the number as phonenumbers.Format(n, E164) does.
+func (n phoneNumber) e164() string { return "+" + strconv.Itoa(n.cc) + n.nsn }
+
+// nationalNumber is the national number as an integer would print it
+// (PhoneNumber.GetNationalNumber): without leading zeros.
+func (n phoneNumber) nationalNumber() string {
+	s := strings.TrimLeft(n.nsn, "0")
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+func fromLibrary(n *phonenumbers.PhoneNumber) phoneNumber {
+	return phoneNumber{int(n.GetCountryCode()), phonenumbers.GetNationalSignificantNumber(n)}
+}
