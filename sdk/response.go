@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 
@@ -168,10 +167,7 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		if resp.ID != "" {
 			end.IDs = []string{resp.ID}
 		}
-		sess := x.session
-		x.session = nil // closed
-		s2, err := safeCall(func() ([]inbound.Signal, error) { return sess.Close(ctx, end) })
-		x.session = sess
+		s2, err := safeCall(func() ([]inbound.Signal, error) { return x.session.Close(ctx, end) })
 		if err != nil {
 			return fail("verify", err)
 		}
@@ -201,5 +197,3 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	}
 	return out, nil
 }
-
-var errCut = errors.New("stream cut")
