@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,6 +93,29 @@ func TestOpenAIGoRedactAndRestore(t *testing.T) {
 		}
 		if got := resp.OutputText(); got != "You said: "+prompt {
 			t.Fatalf("output = %q", got)
+		}
+	})
+	t.Run("responses stream", func(t *testing.T) {
+		stream := client.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: "gpt-4o",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)}})
+		var deltas, done, completed string
+		for stream.Next() {
+			ev := stream.Current()
+			switch ev.Type {
+			case "response.output_text.delta":
+				deltas += ev.Delta
+			case "response.output_text.done":
+				done = ev.Text
+			case "response.completed":
+				completed = ev.Response.OutputText()
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := "You said: " + prompt
+		if deltas != want || done != want || completed != want {
+			t.Fatalf("deltas %q done %q completed %q", deltas, done, completed)
 		}
 	})
 	t.Run("embeddings", func(t *testing.T) {
@@ -367,3 +392,52 @@ type closeTracker struct {
 }
 
 func (c *closeTracker) Close() error { c.closed = true; return nil }
+
+// TestConcurrentExchangesIsolated runs many guarded requests at once
+// through one Transport: each gets its own value back, never another's.
+func TestConcurrentExchangesIsolated(t *testing.T) {
+	ctx := context.Background()
+	u := newUpstream(t)
+	g := newGuard(t, sdk.Options{})
+	client := openaiClient(u, g)
+	const n = 24
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			addr := "agent" + strconv.Itoa(i) + "@acme-corp.fr"
+			stream := i%2 == 0
+			params := openai.ChatCompletionNewParams{Model: "gpt-4o",
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("mail " + addr)}}
+			var got string
+			if stream {
+				s := client.Chat.Completions.NewStreaming(ctx, params)
+				for s.Next() {
+					if ch := s.Current().Choices; len(ch) > 0 {
+						got += ch[0].Delta.Content
+					}
+				}
+				if err := s.Err(); err != nil {
+					errs <- err
+					return
+				}
+			} else {
+				resp, err := client.Chat.Completions.New(ctx, params)
+				if err != nil {
+					errs <- err
+					return
+				}
+				got = resp.Choices[0].Message.Content
+			}
+			if got != "You said: mail "+addr {
+				errs <- fmt.Errorf("request %d got %q", i, got)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -88,6 +88,28 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"id": "cmpl-1", "object": "text_completion", "created": 1, "model": model,
 			"choices": []any{map[string]any{"index": 0, "text": text, "finish_reason": "stop", "logprobs": nil}},
 			"usage":   map[string]any{"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}})
+	case strings.HasSuffix(r.URL.Path, "/responses") && stream:
+		full := func(status string, txt string) map[string]any {
+			return map[string]any{"id": "resp_1", "object": "response", "created_at": 1, "status": status, "model": model,
+				"output": []any{map[string]any{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+					"content": []any{map[string]any{"type": "output_text", "text": txt, "annotations": []any{}}}}},
+				"usage": map[string]any{"input_tokens": prompt, "output_tokens": 1, "total_tokens": prompt + 1,
+					"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}}
+		}
+		u.sse(w, func(emit func(string, any)) {
+			seq := 0
+			ev := func(typ string, v map[string]any) {
+				v["type"], v["sequence_number"] = typ, seq
+				seq++
+				emit(typ, v)
+			}
+			ev("response.created", map[string]any{"response": full("in_progress", "")})
+			for _, c := range chunks(text, u.chunk) {
+				ev("response.output_text.delta", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": c, "logprobs": []any{}})
+			}
+			ev("response.output_text.done", map[string]any{"item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
+			ev("response.completed", map[string]any{"response": full("completed", text)})
+		})
 	case strings.HasSuffix(r.URL.Path, "/responses"):
 		writeJSON(w, map[string]any{"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": model,
 			"output": []any{map[string]any{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
