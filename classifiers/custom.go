@@ -205,5 +205,5 @@ func (st *scanState) emitCustom(i int, c *customRule, lo, hi int) {
 	if !c.caseSensitive {
 		norm = strings.ToLower(norm)
 	}
-	st.emitString(c.id, CategoryCustom, lo, hi, conf, norm, maskGeneric)
+	st.emitString(len(st.s.dets)+i, lo, hi, conf, norm, maskGeneric)
 }

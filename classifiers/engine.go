@@ -50,7 +50,7 @@ type scanState struct {
 	text     []byte
 	acceptLo int
 	acceptHi int
-	out      []Finding
+	out      []rawFinding
 	err      error
 	// per detector: trigger windows and context word hit positions
 	windows  [][]span
@@ -58,18 +58,34 @@ type scanState struct {
 	custHits [][]span
 	custCtx  [][]int
 	hits     []detHit
-	// Finding output: previews and hashes are appended to arena and turned
-	// into strings once per chunk (refs[i] locates out[i]'s).
+	// Previews and hashes are appended to arena, which becomes one string
+	// per chunk.
 	arena   []byte
-	refs    []arenaRef
 	mac     hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
 	sum     [sha256.Size]byte
 	scratch []byte
 	phones  map[string]phoneResult // per-scan memo of phone validation
 }
 
-// arenaRef locates a finding's preview and hash in scanState.arena.
-type arenaRef struct{ pLo, pHi, hLo int32 }
+// rawFinding is a finding while its chunk is scanned: 40 bytes instead of a
+// Finding's 140, so collecting, sorting and resolving them is cheap. who is
+// the index of the built-in detector, or len(Scanner.dets) + the index of
+// the custom rule; the preview is arena[pLo:pHi], the hash starts at hLo.
+type rawFinding struct {
+	start, end    int32
+	who           int32
+	pLo, pHi, hLo int32
+	conf          float64
+}
+
+// idCat returns the detector ID and category of a rawFinding's who.
+func (s *Scanner) idCat(who int32) (string, Category) {
+	if int(who) < len(s.dets) {
+		d := s.dets[who]
+		return d.id, d.cat
+	}
+	return s.custom[int(who)-len(s.dets)].id, CategoryCustom
+}
 
 type detHit struct{ det, start, end int }
 
@@ -128,15 +144,27 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
-	st.finishStrings()
-	fs := resolveOverlaps(st.out)
-	kept := fs[:0]
-	for _, f := range fs {
-		if f.Start >= acceptLo && f.Start < acceptHi {
-			kept = append(kept, f)
+	raw := s.resolveOverlaps(st.out)
+	n := 0
+	for _, r := range raw {
+		if int(r.start) >= acceptLo && int(r.start) < acceptHi {
+			n++
 		}
 	}
-	return kept, st.err
+	if n == 0 {
+		return nil, st.err
+	}
+	arena := string(st.arena)
+	out := make([]Finding, 0, n)
+	for _, r := range raw {
+		if int(r.start) < acceptLo || int(r.start) >= acceptHi {
+			continue
+		}
+		id, cat := s.idCat(r.who)
+		out = append(out, Finding{Detector: id, Category: cat, Start: int(r.start), End: int(r.end),
+			Confidence: r.conf, Preview: arena[r.pLo:r.pHi], Hash: arena[r.hLo : int(r.hLo)+2*hashBytes]})
+	}
+	return out, st.err
 }
 
 // anchors walks the chunk once for anchor bytes.
@@ -173,10 +201,11 @@ func (st *scanState) anchors() {
 	}
 }
 
-// emit records a finding for detector id over text[start:end]; norm is the
-// normalised value that is hashed (emit does not retain it). Findings outside
-// the chunk's accepted range are dropped by scanChunk.
-func (st *scanState) emit(id string, cat Category, start, end int, conf float64, norm []byte, mask maskFunc) {
+// emit records a finding of who (a detector's idx, or len(dets) + a custom
+// rule's index) over text[start:end]; norm is the normalised value that is
+// hashed (emit does not retain it). Findings outside the chunk's accepted
+// range are dropped by scanChunk.
+func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, mask maskFunc) {
 	if end <= start {
 		return
 	}
@@ -187,14 +216,11 @@ func (st *scanState) emit(id string, cat Category, start, end int, conf float64,
 		conf = 1
 	}
 	if st.out == nil {
-		// One finding per ~64 bytes is the densest realistic text; the
-		// slices grow from there if needed.
-		est := len(st.text)/256 + 16
-		st.out = make([]Finding, 0, est)
-		st.refs = make([]arenaRef, 0, est)
-		st.arena = make([]byte, 0, est*56)
+		est := len(st.text)/1024 + 16
+		st.out = make([]rawFinding, 0, est)
+		st.arena = make([]byte, 0, est*48)
 	}
-	var r arenaRef
+	r := rawFinding{start: int32(start), end: int32(end), who: int32(who), conf: round2(conf)}
 	r.pLo = int32(len(st.arena))
 	st.arena = mask(st.arena, st.text[start:end])
 	r.pHi = int32(len(st.arena))
@@ -203,39 +229,18 @@ func (st *scanState) emit(id string, cat Category, start, end int, conf float64,
 	st.mac.Write(norm)
 	sum := st.mac.Sum(st.sum[:0])
 	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
-	st.refs = append(st.refs, r)
-	st.out = append(st.out, Finding{
-		Detector:   id,
-		Category:   cat,
-		Start:      start,
-		End:        end,
-		Confidence: round2(conf),
-	})
+	st.out = append(st.out, r)
 }
 
 // emitString is emit with a normalised value held in a string.
-func (st *scanState) emitString(id string, cat Category, start, end int, conf float64, norm string, mask maskFunc) {
+func (st *scanState) emitString(who int, start, end int, conf float64, norm string, mask maskFunc) {
 	st.scratch = append(st.scratch[:0], norm...)
-	st.emit(id, cat, start, end, conf, st.scratch, mask)
+	st.emit(who, start, end, conf, st.scratch, mask)
 }
 
 // hashBytes is how much of the HMAC-SHA256 a Finding.Hash keeps (hex
 // encoded, 32 characters).
 const hashBytes = 16
-
-// finishStrings gives every finding its Preview and Hash, substrings of one
-// string made from the arena (one allocation per chunk instead of two per
-// finding).
-func (st *scanState) finishStrings() {
-	if len(st.out) == 0 {
-		return
-	}
-	a := string(st.arena)
-	for i, r := range st.refs {
-		st.out[i].Preview = a[r.pLo:r.pHi]
-		st.out[i].Hash = a[r.hLo : int(r.hLo)+2*hashBytes]
-	}
-}
 
 func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 
@@ -252,52 +257,87 @@ func nearHit(hits []int, start, end, dist int) bool {
 
 // resolveOverlaps keeps, among overlapping PII and secret findings, the most
 // specific one: secrets win over PII, then the longer span, then the higher
-// confidence. Markers and custom findings are kept as they are.
-func resolveOverlaps(fs []Finding) []Finding {
+// confidence. Overlapping markers keep the first; custom findings are kept
+// as they are.
+func (s *Scanner) resolveOverlaps(fs []rawFinding) []rawFinding {
 	if len(fs) < 2 {
 		return fs
 	}
-	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(a.Start, b.Start) })
-	class := func(f Finding) int {
-		switch f.Category {
-		case CategoryPII, CategorySecret:
-			return 1
+	fs = sortStable(fs, func(a, b *rawFinding) int { return cmp.Compare(a.start, b.start) })
+	// class: 0 kept as is, 1 PII and secrets, 2 markers; rank: secrets first.
+	class := func(f *rawFinding) (int, int) {
+		_, c := s.idCat(f.who)
+		switch c {
+		case CategoryPII:
+			return 1, 0
+		case CategorySecret:
+			return 1, 1
 		case CategoryMarker:
-			return 2
+			return 2, 0
 		}
-		return 0
+		return 0, 0
 	}
-	rank := func(f Finding) int {
-		if f.Category == CategorySecret {
-			return 1
+	better := func(a, b *rawFinding) bool {
+		_, ra := class(a)
+		_, rb := class(b)
+		if ra != rb {
+			return ra > rb
 		}
-		return 0
-	}
-	better := func(a, b Finding) bool {
-		if rank(a) != rank(b) {
-			return rank(a) > rank(b)
-		}
-		if la, lb := a.End-a.Start, b.End-b.Start; la != lb {
+		if la, lb := a.end-a.start, b.end-b.start; la != lb {
 			return la > lb
 		}
-		return a.Confidence > b.Confidence
+		return a.conf > b.conf
 	}
-	out := make([]Finding, 0, len(fs))
+	out := make([]rawFinding, 0, len(fs))
 	last := [3]int{-1, -1, -1} // overlap class → index in out of its last finding
-	for _, f := range fs {
-		k := class(f)
+	for i := range fs {
+		f := &fs[i]
+		k, _ := class(f)
 		if k == 0 {
-			out = append(out, f)
+			out = append(out, *f)
 			continue
 		}
-		if li := last[k]; li >= 0 && f.Start < out[li].End {
-			if better(f, out[li]) {
-				out[li] = f
+		if li := last[k]; li >= 0 && f.start < out[li].end {
+			if better(f, &out[li]) {
+				out[li] = *f
 			}
 			continue
 		}
-		out = append(out, f)
+		out = append(out, *f)
 		last[k] = len(out) - 1
+	}
+	return out
+}
+
+func byStart(a, b *Finding) int { return cmp.Compare(a.Start, b.Start) }
+
+// sortStable sorts xs stably by c. It sorts a permutation of indices and
+// moves each element once (findings arrive nearly sorted or grouped by
+// detector); when xs is already sorted it is returned as is.
+func sortStable[T any](xs []T, c func(a, b *T) int) []T {
+	sorted := true
+	for i := 1; i < len(xs); i++ {
+		if c(&xs[i-1], &xs[i]) > 0 {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return xs
+	}
+	idx := make([]int32, len(xs))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if r := c(&xs[a], &xs[b]); r != 0 {
+			return r
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]T, len(xs))
+	for k, i := range idx {
+		out[k] = xs[i]
 	}
 	return out
 }

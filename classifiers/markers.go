@@ -46,7 +46,7 @@ func markerDetectors() []*detector {
 				if color == "WHITE" {
 					conf = 0.8
 				}
-				st.emitString(d.id, d.cat, lo, hi, conf, "TLP:"+color, maskLabel)
+				st.emitString(d.idx, lo, hi, conf, "TLP:"+color, maskLabel)
 			})},
 	}
 }
@@ -114,7 +114,7 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 		return
 	}
 	v := string(text[start:hi])
-	st.emitString(d.id, d.cat, start, hi, conf, strings.ToUpper(v), maskLabel)
+	st.emitString(d.idx, start, hi, conf, strings.ToUpper(v), maskLabel)
 }
 
 func isAllCaps(b []byte) bool {

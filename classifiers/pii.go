@@ -133,7 +133,7 @@ func (st *scanState) emailAt(i int) {
 		return
 	}
 	d := st.s.email
-	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
+	st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
 }
 
 // ---- phone ----
@@ -231,7 +231,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if intl {
 			base = 0.85
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), res.e164, d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), res.e164, d.mask)
 		return true
 	})
 }
@@ -361,7 +361,7 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 		if !st.s.includeReserved && testCards[dg] {
 			return true // consume, report nothing
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -415,7 +415,7 @@ func ibanNumeric(st *scanState, d *detector, c *numCand) {
 	if !st.s.includeReserved && exampleIBANs[s] {
 		return
 	}
-	st.emitString(d.id, d.cat, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
+	st.emitString(d.idx, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
 }
 
 // ---- US SSN ----
@@ -458,7 +458,7 @@ func ssnNumeric(st *scanState, d *detector, c *numCand) {
 		if ctx {
 			conf = 0.95
 		}
-		st.emitString(d.id, d.cat, lo, hi, conf, dg, d.mask)
+		st.emitString(d.idx, lo, hi, conf, dg, d.mask)
 		a = b
 	}
 }
@@ -473,7 +473,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	g0 := c.groups[0]
 	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
 		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " ."); ok && validNIR(v) && strings.ContainsAny(v, "AB") {
-			st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+			st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return
 		}
 	}
@@ -489,7 +489,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 		if !validNIR(dg) {
 			return false
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -539,7 +539,7 @@ func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState
 			if !valid(dg) {
 				return false
 			}
-			st.emitString(d.id, d.cat, lo, hi, 0.9, dg, d.mask)
+			st.emitString(d.idx, lo, hi, 0.9, dg, d.mask)
 			return true
 		})
 	}
@@ -571,7 +571,7 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if !ok || !validNINO(v) || (start > 0 && isWordByte(text[start-1])) {
 		return
 	}
-	st.emitString(d.id, d.cat, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
+	st.emitString(d.idx, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
 }
 
 // ---- Spanish DNI / NIE ----
@@ -610,7 +610,7 @@ func dniNumeric(st *scanState, d *detector, c *numCand) {
 	if nie {
 		base = 0.85
 	}
-	st.emitString(d.id, d.cat, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
+	st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
 }
 
 // ---- Italian codice fiscale ----
@@ -630,7 +630,7 @@ func cfNumeric(st *scanState, d *detector, c *numCand) {
 	if !validCodiceFiscale(v) {
 		return
 	}
-	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.9, lo, hi), v, d.mask)
+	st.emitString(d.idx, lo, hi, st.conf(d, 0.9, lo, hi), v, d.mask)
 }
 
 // ---- IP addresses ----
@@ -696,7 +696,7 @@ func ipv4Numeric(st *scanState, d *detector, c *numCand) {
 		if err != nil || !publicAddr(addr, st.s.includeReserved) {
 			continue
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
 		a = b
 	}
 }
@@ -736,7 +736,7 @@ func (st *scanState) ipv6At(i int) int {
 		return end
 	}
 	d := st.s.ipv6
-	st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
+	st.emitString(d.idx, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
 	return end
 }
 
@@ -767,7 +767,7 @@ func walletNumeric(st *scanState, d *detector, c *numCand) {
 		if checked {
 			conf = 0.9
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), strings.ToLower(v), d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, conf, lo, hi), strings.ToLower(v), d.mask)
 	case (text[lo] == '1' || text[lo] == '3') && g.hi < len(text) && isAlpha(text[g.hi]):
 		hi := lo
 		for hi < len(text) && hi-lo <= 35 && isAlnum(text[hi]) {
@@ -783,7 +783,7 @@ func walletNumeric(st *scanState, d *detector, c *numCand) {
 		if !st.s.includeReserved && v == "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa" {
 			return // the genesis block address, quoted in every tutorial
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+		st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 	}
 }
 
@@ -805,7 +805,7 @@ func bech32Window(st *scanState, d *detector, lo, hi int) {
 		}
 		v := string(text[i:j])
 		if validBech32Address(v) {
-			st.emitString(d.id, d.cat, i, j, st.conf(d, 0.9, i, j), strings.ToLower(v), d.mask)
+			st.emitString(d.idx, i, j, st.conf(d, 0.9, i, j), strings.ToLower(v), d.mask)
 			i = j
 		}
 	}

@@ -300,7 +300,7 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 }
 
 func sortFindings(fs []Finding) []Finding {
-	slices.SortStableFunc(fs, func(a, b Finding) int {
+	return sortStable(fs, func(a, b *Finding) int {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
 		}
@@ -309,7 +309,6 @@ func sortFindings(fs []Finding) []Finding {
 		}
 		return strings.Compare(a.Detector, b.Detector)
 	})
-	return fs
 }
 
 // posTracker turns byte offsets into line and column numbers across chunks.
@@ -351,7 +350,7 @@ func runeStarts(b []byte) int {
 // finish converts chunk-relative raw findings into Findings with stream
 // offsets and positions, appending them to all.
 func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
-	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(a.Start, b.Start) })
+	fs = sortStable(fs, byStart)
 	if all == nil {
 		all = make([]Finding, 0, len(fs))
 	}

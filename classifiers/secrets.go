@@ -56,7 +56,7 @@ func simple(conf float64, prefix int, norm func(string) string) func(*scanState,
 		if norm != nil {
 			n = norm(v)
 		}
-		st.emitString(d.id, d.cat, lo, hi, st.conf(d, conf, lo, hi), n, maskPrefix(prefix))
+		st.emitString(d.idx, lo, hi, st.conf(d, conf, lo, hi), n, maskPrefix(prefix))
 	}
 }
 
@@ -103,7 +103,7 @@ func secretDetectors() []*detector {
 				if st.reservedSecret(v) {
 					return
 				}
-				st.emitString(d.id, d.cat, lo, hi, st.conf(d, 0.85, lo, hi), v, maskPrefix(4))
+				st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, maskPrefix(4))
 			})},
 		{id: "secret.aws_secret_access_key", cat: CategorySecret, desc: "AWS secret access key assigned to an aws_secret_access_key-like name (40 base64 characters, entropy floor)",
 			keywords: []string{"secret_access_key", "secretaccesskey", "aws_secret", "awssecret"}, before: 8, after: 70,
@@ -112,7 +112,7 @@ func secretDetectors() []*detector {
 				if st.reservedSecret(v) || shannon(v) < 4.0 {
 					return
 				}
-				st.emitString(d.id, d.cat, lo, hi, 0.9, v, maskFixed)
+				st.emitString(d.idx, lo, hi, 0.9, v, maskFixed)
 			})},
 		{id: "secret.github_token", cat: CategorySecret, desc: "GitHub token (ghp_/gho_/ghu_/ghs_/ghr_ with CRC32 checksum verified; github_pat_ fine-grained)",
 			keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, after: 90,
@@ -125,7 +125,7 @@ func secretDetectors() []*detector {
 					}
 					conf = 0.99
 				}
-				st.emitString(d.id, d.cat, lo, hi, conf, v, maskPrefix(4))
+				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(4))
 			})},
 		{id: "secret.gitlab_token", cat: CategorySecret, desc: "GitLab token (glpat-, gldt-, glrt-, glptt-, … with an entropy floor)",
 			keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-"}, after: 100,
@@ -135,7 +135,7 @@ func secretDetectors() []*detector {
 				if shannon(v[i+1:]) < 3.5 {
 					return
 				}
-				st.emitString(d.id, d.cat, lo, hi, 0.9, v, maskPrefix(i+1))
+				st.emitString(d.idx, lo, hi, 0.9, v, maskPrefix(i+1))
 			})},
 		{id: "secret.slack_token", cat: CategorySecret, desc: "Slack token (xoxb-, xoxp-, xoxa-, xoxe-, xapp-)",
 			keywords: []string{"xox", "xapp-"}, after: 260, window: regexWindow(slack, 0, isTokenByte, simple(0.9, 5, nil))},
@@ -152,7 +152,7 @@ func secretDetectors() []*detector {
 				if strings.Contains(v, "_test_") {
 					conf = 0.6
 				}
-				st.emitString(d.id, d.cat, lo, hi, conf, v, maskPrefix(8))
+				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(8))
 			})},
 		{id: "secret.openai_key", cat: CategorySecret, desc: "OpenAI API key (sk-…, sk-proj-…, with the T3BlbkFJ marker)",
 			keywords: []string{"t3blbkfj"}, before: 220, after: 210, window: regexWindow(openai, 0, isTokenByte, simple(0.98, 3, nil))},
@@ -168,7 +168,7 @@ func secretDetectors() []*detector {
 				if err != nil || len(raw) != 64 || st.reservedSecret(v) {
 					return
 				}
-				st.emitString(d.id, d.cat, lo, hi, 0.95, v, maskFixed)
+				st.emitString(d.idx, lo, hi, 0.95, v, maskFixed)
 			})},
 		{id: "secret.npm_token", cat: CategorySecret, desc: "npm access token (npm_ + 36; the CRC32 checksum raises confidence)",
 			keywords: []string{"npm_"}, after: 40,
@@ -181,7 +181,7 @@ func secretDetectors() []*detector {
 					}
 					conf = 0.75
 				}
-				st.emitString(d.id, d.cat, lo, hi, conf, v, maskPrefix(4))
+				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(4))
 			})},
 		{id: "secret.twilio", cat: CategorySecret, desc: "Twilio API key SID (SK + 32 hex) or auth token near the word Twilio",
 			keywords: []string{"twilio"}, before: 300, after: 300,
@@ -189,7 +189,7 @@ func secretDetectors() []*detector {
 				if m[2] >= 0 {
 					lo, hi = m[2], m[3]
 				}
-				st.emitString(d.id, d.cat, lo, hi, 0.85, string(st.text[lo:hi]), maskFixed)
+				st.emitString(d.idx, lo, hi, 0.85, string(st.text[lo:hi]), maskFixed)
 			})},
 		{id: "secret.sendgrid", cat: CategorySecret, desc: "SendGrid API key (SG.<22>.<43>)",
 			keywords: []string{"sg."}, after: 70, window: regexWindow(sendgrid, 0, isTokenByte, simple(0.95, 3, nil))},
@@ -206,14 +206,14 @@ func secretDetectors() []*detector {
 				if strings.HasSuffix(v, ".") {
 					conf = 0.7 // unsigned (alg none)
 				}
-				st.emitString(d.id, d.cat, lo, hi, conf, v, maskPrefix(3))
+				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(3))
 			})},
 		{id: "secret.connection_string", cat: CategorySecret, desc: "Password in a connection URI (scheme://user:password@host); the password is the finding",
 			keywords: []string{"://"}, hit: connStringHit},
 		{id: "secret.gcp_service_account", cat: CategorySecret, desc: "Google Cloud service account key file (JSON with type service_account and a private_key_id)",
 			keywords: []string{"\"service_account\""}, before: 3000, after: 3000,
 			window: regexWindow(gcp, 1, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
-				st.emitString(d.id, d.cat, lo, hi, 0.95, string(st.text[lo:hi]), maskFixed)
+				st.emitString(d.idx, lo, hi, 0.95, string(st.text[lo:hi]), maskFixed)
 			})},
 		{id: "secret.generic", cat: CategorySecret, desc: "Secret assigned to a name such as password, secret, api_key, token, mot_de_passe (entropy floor, stop words)",
 			keywords: genericKeys, hit: genericHit},
@@ -259,7 +259,7 @@ func pemMatch(st *scanState, d *detector, lo, hi int, m []int) {
 			return
 		}
 	}
-	st.emit(d.id, d.cat, lo, hi, 0.99, b64, func(dst, _ []byte) []byte {
+	st.emit(d.idx, lo, hi, 0.99, b64, func(dst, _ []byte) []byte {
 		return append(append(append(dst, "-----BEGIN "...), label...), "----- ****"...)
 	})
 }
@@ -319,7 +319,7 @@ func connStringHit(st *scanState, d *detector, start, end int) {
 	if len(pw) >= 8 && shannon(pw) >= 3 {
 		conf = 0.9
 	}
-	st.emitString(d.id, d.cat, plo, phi, conf, pw, maskFixed)
+	st.emitString(d.idx, plo, phi, conf, pw, maskFixed)
 }
 
 var genericKeys = []string{"password", "passwd", "pwd", "secret", "api_key", "apikey", "api-key", "access_token",
@@ -360,7 +360,8 @@ func genericHit(st *scanState, d *detector, start, end int) {
 	for i < len(text) && i-end < 40 && (isWordByte(text[i]) || text[i] == '-' || text[i] == '.') {
 		i++ // rest of the key name: password_hash, api_key_prod
 	}
-	k := string(bytes.ToLower(text[start:i]))
+	var kb [64]byte
+	k := string(asciiLowerBytes(kb[:0], text[start:i]))
 	if strings.Contains(k, "hash") || strings.Contains(k, "_len") || strings.Contains(k, "length") || strings.Contains(k, "policy") ||
 		strings.Contains(k, "reset") || strings.Contains(k, "expir") || strings.Contains(k, "file") || strings.Contains(k, "path") ||
 		strings.Contains(k, "url") || strings.Contains(k, "type") || strings.Contains(k, "name") || strings.Contains(k, "_id") {
@@ -404,15 +405,22 @@ func genericHit(st *scanState, d *detector, start, end int) {
 		i++
 	}
 	hi := i
+	if hi-lo < 8 || hi-lo > 128 {
+		return
+	}
 	v := string(text[lo:hi])
-	if len(v) < 8 || len(v) > 128 || placeholderValue(v) || shannon(v) < 3.0 || charClasses(v) < 2 {
+	if placeholderValue(v) || charClasses(v) < 2 {
+		return
+	}
+	h := shannon(v)
+	if h < 3.0 {
 		return
 	}
 	conf := 0.6
-	if shannon(v) >= 3.8 {
+	if h >= 3.8 {
 		conf = 0.75
 	}
-	st.emitString(d.id, d.cat, lo, hi, conf, v, maskFixed)
+	st.emit(d.idx, lo, hi, conf, text[lo:hi], maskFixed)
 }
 
 // charClasses counts lower, upper, digit and other characters present.

@@ -577,3 +577,14 @@ func sortedCopy(ss []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// asciiLowerBytes is asciiLower for a byte slice.
+func asciiLowerBytes(dst, s []byte) []byte {
+	for _, c := range s {
+		if c-'A' < 26 {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
