@@ -84,6 +84,21 @@ func reservedDomain(dom string) bool {
 	return false
 }
 
+// reservedDomainASCII is reservedDomain for a lower-case ASCII domain.
+func reservedDomainASCII(dom []byte) bool {
+	for _, r := range reservedDomains {
+		if len(dom) >= len(r) && string(dom[len(dom)-len(r):]) == r && (len(dom) == len(r) || dom[len(dom)-len(r)-1] == '.') {
+			return true
+		}
+	}
+	for _, t := range reservedTLDs {
+		if len(dom) >= len(t) && string(dom[len(dom)-len(t):]) == t || string(dom) == t[1:] {
+			return true
+		}
+	}
+	return false
+}
+
 // emailAt checks for an e-mail address around the '@' at i.
 func (st *scanState) emailAt(i int) {
 	text := st.text
@@ -107,17 +122,23 @@ func (st *scanState) emailAt(i int) {
 	for hi > i+1 && (text[hi-1] == '.' || text[hi-1] == '-') {
 		hi--
 	}
-	dom := string(text[i+1 : hi])
-	labels := strings.Split(dom, ".")
-	if len(labels) < 2 {
-		return
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+	dom := text[i+1 : hi]
+	nlabels, ls := 0, 0
+	for k := 0; k <= len(dom); k++ {
+		if k < len(dom) && dom[k] != '.' {
+			continue
+		}
+		l := dom[ls:k]
+		if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
 			return
 		}
+		nlabels++
+		ls = k + 1
 	}
-	tld := labels[len(labels)-1]
+	if nlabels < 2 {
+		return
+	}
+	tld := dom[lastIndexByte(dom, '.')+1:]
 	if len(tld) < 2 {
 		return
 	}
@@ -129,11 +150,15 @@ func (st *scanState) emailAt(i int) {
 	if hi < len(text) && (isAlnum(text[hi]) || text[hi] == '@') {
 		return
 	}
-	if !st.s.includeReserved && reservedDomain(dom) {
+	// Addresses are ASCII here (isLocalByte, isDomainByte), so ASCII case
+	// folding is strings.ToLower.
+	var lb [320]byte
+	low := asciiLowerBytes(lb[:0], text[lo:hi])
+	if !st.s.includeReserved && reservedDomainASCII(low[i+1-lo:]) {
 		return
 	}
 	d := st.s.email
-	st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), strings.ToLower(string(text[lo:hi])), d.mask)
+	st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), low, d.mask)
 }
 
 // ---- phone ----
@@ -141,7 +166,7 @@ func (st *scanState) emailAt(i int) {
 // plausibleNational is a cheap length check before the costly libphonenumber
 // parse: national numbers of the supported regions have 9 to 11 digits
 // (German and Italian landlines 6 to 12 with the trunk 0).
-func plausibleNational(d string) bool {
+func plausibleNational[T ~string | ~[]byte](d T) bool {
 	if d[0] == '0' {
 		return len(d) >= 7 && len(d) <= 13
 	}
@@ -150,24 +175,33 @@ func plausibleNational(d string) bool {
 
 // phoneRegionsFor lists the regions whose national numbers can start with
 // the digits of d.
-func phoneRegionsFor(d string) []string {
+func phoneRegionsFor[T ~string | ~[]byte](d T) []string {
 	switch {
 	case d[0] == '0':
-		return []string{"FR", "GB", "DE", "IT", "BE", "CH"}
+		return regionsTrunk0
 	case d[0] == '1' && len(d) == 11:
-		return []string{"US", "CA"}
+		return regionsNANP
 	case len(d) == 10 && d[0] >= '2':
 		if d[0] == '3' {
-			return []string{"US", "CA", "IT"}
+			return regionsNANPIT
 		}
-		return []string{"US", "CA"}
+		return regionsNANP
 	case len(d) == 9 && d[0] >= '6':
-		return []string{"ES"}
+		return regionsES
 	case len(d) == 9 && d[0] == '3':
-		return []string{"IT"}
+		return regionsIT
 	}
 	return nil
 }
+
+// Region lists of phoneRegionsFor (read only).
+var (
+	regionsTrunk0 = []string{"FR", "GB", "DE", "IT", "BE", "CH"}
+	regionsNANP   = []string{"US", "CA"}
+	regionsNANPIT = []string{"US", "CA", "IT"}
+	regionsES     = []string{"ES"}
+	regionsIT     = []string{"IT"}
+)
 
 func phoneNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
@@ -185,10 +219,15 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isDigit(text[hi+1])) {
 			return false
 		}
-		digits := string(c.digits(text, a, b, buf[:0]))
-		if !intl && strings.HasPrefix(digits, "00") && len(digits) >= 11 {
+		// key is the memo key: '+' for international numbers, then digits.
+		key := append(buf[:0], '+')
+		key = c.digits(text, a, b, key)
+		digits := key[1:]
+		if !intl && len(digits) >= 11 && digits[0] == '0' && digits[1] == '0' {
 			intl = true
-			digits = digits[2:]
+			key = key[2:]
+			key[0] = '+'
+			digits = key[1:]
 		}
 		if b-a == 3 && c.sameSeps(a, b, ".") && c.ndigits(a, b) <= 12 {
 			return false // dotted quad: an IPv4 address, not a phone
@@ -208,14 +247,15 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !st.hasContext(d, lo, hi, 48) {
 			return false // a slice of a longer number sequence or identifier
 		}
-		key := buf[:0]
-		if intl {
-			key = append(key, '+')
+		if !intl {
+			key = digits
+			if !plausibleNational(digits) || phoneRegionsFor(digits) == nil {
+				return false
+			}
 		}
-		key = append(key, digits...)
 		res, ok := st.phones[string(key)]
 		if !ok {
-			res = st.s.checkPhone(digits, intl)
+			res = st.s.checkPhone(string(digits), intl)
 			if st.phones == nil {
 				st.phones = make(map[string]phoneResult)
 			}
@@ -692,13 +732,35 @@ func ipv4Numeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isAlnum(text[hi+1])) {
 			continue
 		}
-		addr, err := netip.ParseAddr(string(text[lo:hi]))
-		if err != nil || !publicAddr(addr, st.s.includeReserved) {
+		addr, ok := parseIPv4(text, c.groups[a:b+1])
+		if !ok || !publicAddr(addr, st.s.includeReserved) {
 			continue
 		}
-		st.emitString(d.idx, lo, hi, st.conf(d, 0.7, lo, hi), addr.String(), d.mask)
+		var nb [16]byte
+		st.emit(d.idx, lo, hi, st.conf(d, 0.7, lo, hi), addr.AppendTo(nb[:0]), d.mask)
 		a = b
 	}
+}
+
+// parseIPv4 reads four dot-separated digit groups as netip.ParseAddr does:
+// each 1 to 3 digits, at most 255, no leading zero.
+func parseIPv4(text []byte, groups []span) (netip.Addr, bool) {
+	var ip [4]byte
+	for k, g := range groups {
+		n := g.hi - g.lo
+		if n < 1 || n > 3 || (n > 1 && text[g.lo] == '0') {
+			return netip.Addr{}, false
+		}
+		v := 0
+		for _, ch := range text[g.lo:g.hi] {
+			v = v*10 + int(ch-'0')
+		}
+		if v > 255 {
+			return netip.Addr{}, false
+		}
+		ip[k] = byte(v)
+	}
+	return netip.AddrFrom4(ip), true
 }
 
 // ipv6At checks the hex-and-colon token around text[i] and returns the

@@ -352,7 +352,7 @@ func runeStarts(b []byte) int {
 func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
 	fs = sortStable(fs, byStart)
 	if all == nil {
-		all = make([]Finding, 0, len(fs))
+		all = fs[:0] // fs is this chunk's own slice: fill it in place
 	}
 	for _, f := range fs {
 		p.advance(buf, base, base+f.Start)
