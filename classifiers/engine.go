@@ -63,7 +63,8 @@ type scanState struct {
 	arena   []byte
 	mac     hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
 	sum     [sha256.Size]byte
-	scratch []byte
+	scratch []byte // emit's copy of the value it hashes
+	norm    []byte // emitString's copy of its string
 	phones  map[string]phoneResult // per-scan memo of phone validation
 }
 
@@ -225,8 +226,10 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 	st.arena = mask(st.arena, st.text[start:end])
 	r.pHi = int32(len(st.arena))
 	r.hLo = r.pHi
+	// Copied so norm does not escape: callers pass stack buffers.
+	st.scratch = append(st.scratch[:0], norm...)
 	st.mac.Reset()
-	st.mac.Write(norm)
+	st.mac.Write(st.scratch)
 	sum := st.mac.Sum(st.sum[:0])
 	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
 	st.out = append(st.out, r)
@@ -234,8 +237,8 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 
 // emitString is emit with a normalised value held in a string.
 func (st *scanState) emitString(who int, start, end int, conf float64, norm string, mask maskFunc) {
-	st.scratch = append(st.scratch[:0], norm...)
-	st.emit(who, start, end, conf, st.scratch, mask)
+	st.norm = append(st.norm[:0], norm...)
+	st.emit(who, start, end, conf, st.norm, mask)
 }
 
 // hashBytes is how much of the HMAC-SHA256 a Finding.Hash keeps (hex

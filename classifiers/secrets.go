@@ -332,13 +332,22 @@ var stopValues = []string{"password", "changeme", "change_me", "example", "place
 	"redacted", "notasecret", "dummy", "sample", "test1234", "password123", "motdepasse", "required", "optional",
 	"string", "token", "secret_key", "api_key", "process.env", "os.environ", "getenv"}
 
+// stopValuesDot is stopValues with a '.' appended (read only).
+var stopValuesDot = func() []string {
+	out := make([]string, len(stopValues))
+	for i, s := range stopValues {
+		out[i] = s + "."
+	}
+	return out
+}()
+
 func placeholderValue(v string) bool {
 	if len(v) < 4 {
 		return true
 	}
 	lv := strings.ToLower(v)
-	for _, s := range stopValues {
-		if lv == s || strings.Contains(lv, s+".") || (len(s) >= 7 && strings.Contains(lv, s)) {
+	for i, s := range stopValues {
+		if lv == s || strings.Contains(lv, stopValuesDot[i]) || (len(s) >= 7 && strings.Contains(lv, s)) {
 			return true
 		}
 	}

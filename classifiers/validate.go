@@ -174,37 +174,39 @@ func validNIR(s string) bool {
 	if len(s) != 15 || (s[0] != '1' && s[0] != '2') {
 		return false
 	}
-	body := s[:13]
-	sub := 0
-	switch body[5:7] {
-	case "2A":
-		body = body[:5] + "19" + body[7:]
-		sub = 1000000
-	case "2B":
-		body = body[:5] + "18" + body[7:]
-		sub = 2000000
-	}
-	for i := 0; i < len(body); i++ {
-		if !isDigit(body[i]) {
-			return false
+	sub := uint64(0)
+	for i := 0; i < 15; i++ {
+		if isDigit(s[i]) {
+			continue
 		}
-	}
-	for i := 13; i < 15; i++ {
-		if !isDigit(s[i]) {
-			return false
+		// Corsica: department 2A counts as 19 minus 1000000, 2B as 18
+		// minus 2000000.
+		if i == 6 && s[5] == '2' && (s[6] == 'A' || s[6] == 'B') {
+			continue
 		}
+		return false
 	}
-	month := int(body[3]-'0')*10 + int(body[4]-'0')
+	body := uint64(0)
+	for i := 0; i < 13; i++ {
+		d := uint64(s[i] - '0')
+		switch {
+		case i == 5 && s[6] == 'A':
+			d = 1
+		case i == 6 && s[6] == 'A':
+			d, sub = 9, 1000000
+		case i == 5 && s[6] == 'B':
+			d = 1
+		case i == 6 && s[6] == 'B':
+			d, sub = 8, 2000000
+		}
+		body = body*10 + d
+	}
+	month := int(s[3]-'0')*10 + int(s[4]-'0')
 	if month == 0 || (month > 12 && month < 20) || month > 99 {
 		return false
 	}
-	n := new(big.Int)
-	n.SetString(body, 10)
-	if sub != 0 {
-		n.Sub(n, big.NewInt(int64(sub)))
-	}
-	m := new(big.Int).Mod(n, big.NewInt(97)).Int64()
-	key := int64(s[13]-'0')*10 + int64(s[14]-'0')
+	m := (body - sub) % 97
+	key := uint64(s[13]-'0')*10 + uint64(s[14]-'0')
 	return key == 97-m
 }
 
@@ -499,13 +501,19 @@ const base62Alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 // base62CRC32 encodes the CRC32 (IEEE) of s in 6 base62 digits, as GitHub
 // and npm tokens carry it.
 func base62CRC32(s string) string {
+	out := base62CRC32Array(s)
+	return string(out[:])
+}
+
+// base62CRC32Array is base62CRC32 without allocating.
+func base62CRC32Array(s string) [6]byte {
 	n := crc32.ChecksumIEEE([]byte(s))
 	var out [6]byte
 	for i := 5; i >= 0; i-- {
 		out[i] = base62Alphabet[n%62]
 		n /= 62
 	}
-	return string(out[:])
+	return out
 }
 
 // validGitHubToken checks the checksum of GitHub's token formats introduced
@@ -522,7 +530,8 @@ func validGitHubToken(t string) bool {
 			return false
 		}
 	}
-	return base62CRC32(body[:30]) == body[30:]
+	sum := base62CRC32Array(body[:30])
+	return string(sum[:]) == body[30:]
 }
 
 // validJWT decodes a JWT's header: base64url JSON with an "alg" member, and
