@@ -63,8 +63,8 @@ type scanState struct {
 	arena   []byte
 	mac     hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
 	sum     [sha256.Size]byte
-	scratch []byte // emit's copy of the value it hashes
-	norm    []byte // emitString's copy of its string
+	scratch []byte                 // emit's copy of the value it hashes
+	norm    []byte                 // emitString's copy of its string
 	phones  map[string]phoneResult // per-scan memo of phone validation
 }
 
