@@ -142,8 +142,12 @@ func TestOpenAIGoClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the incident answers 200, got %v", err)
 	}
-	if leak.Usage.PromptTokens != 1 || !strings.Contains(leak.Choices[0].Message.Content, "ZEPHYR") {
-		t.Errorf("incident through openai-go: prompt_tokens %d, %q", leak.Usage.PromptTokens, leak.Choices[0].Message.Content)
+	// The victim's full prompt pages stay in its prefix cache; the free
+	// list hands out its prompt's last page and its answer's pages, which
+	// hold "... 98,000 EUR under contract A." but no whole "ZEPHYR-4471".
+	rec, _ := inc.Request(leak.ID)
+	if leak.Usage.PromptTokens != 1 || !strings.Contains(leak.Choices[0].Message.Content, "EUR under contract") || len(rec.ForeignTenants()) != 1 {
+		t.Errorf("incident through openai-go: prompt_tokens %d, %q, foreign tenants %v", leak.Usage.PromptTokens, leak.Choices[0].Message.Content, rec.ForeignTenants())
 	}
 
 	var apiErr *openai.Error

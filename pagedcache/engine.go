@@ -23,6 +23,8 @@ type Server struct {
 	capacity    int // whole pages only
 	maxReqInput int // min(ContextLen-1, capacity-1), SGLang's max_req_input_len
 	created     int64
+	sepSpace    uint32 // the token " ", put between quotes
+	sepNewline  uint32 // the token "\n", put between quotes
 
 	mu          sync.Mutex
 	pool        *pool
@@ -34,6 +36,7 @@ type Server struct {
 	tenantNames []string // index 0: never written
 	records     recordRing
 	m           counters
+	classes     []uint8 // token class bits by ID (quote.go), filled on first use
 
 	logMu sync.Mutex
 }
@@ -78,6 +81,8 @@ func New(opts Options) (*Server, error) {
 		created:     time.Now().Unix(),
 		m:           counters{finished: map[string]uint64{}, rejected: map[string]uint64{}},
 	}
+	s.classes = make([]uint8, classTableSize)
+	s.sepSpace, s.sepNewline = s.singleToken(" "), s.singleToken("\n")
 	s.capacity = s.pool.numPages * o.PageSize
 	s.maxReqInput = min(o.ContextLen-1, s.capacity-1)
 	s.routes()
@@ -567,6 +572,7 @@ type decodeState struct {
 	shared   int     // the first shared entries of pt came from the prefix cache
 	oversize bool    // context = ctxSlots (stale pages), nothing written
 	ctxSlots []int32 // slots of the context when oversize
+	ctxLen   int     // context positions the model quotes from
 }
 
 // writeRange writes toks at positions pos.. of the request. Caller holds mu.
@@ -589,42 +595,35 @@ func (g *decodeState) slot(pos int) int {
 	return int(g.pt[pos/P])*P + pos%P
 }
 
-// decode generates up to maxTokens tokens by quoting spans of the context
-// read back from the pages, PRNG-driven; see the package documentation.
+// decode generates up to maxTokens tokens by quoting whole words of the
+// context read back from the pages, PRNG-driven; see the package
+// documentation and quote.go.
 func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint64, emit func([]uint32) error) ([]uint32, string) {
 	s := g.s
 	rng := rand.New(rand.NewPCG(s.opts.Seed, promptHash^uint64(maxTokens)<<1))
-	ctxLen := len(g.j.prompt)
-	want := maxTokens
-	finish := "length"
+	g.ctxLen = len(g.j.prompt)
+	budget, soft := maxTokens, false
 	if g.oversize {
-		ctxLen = len(g.ctxSlots)
-		if ctxLen == 0 {
-			want = 0
-		}
+		g.ctxLen = len(g.ctxSlots)
 	} else if target := 12 + rng.IntN(53); target < maxTokens {
-		want, finish = target, "stop"
+		budget, soft = target, true
 	}
-	out := make([]uint32, 0, want)
-	var spanPos, spanLeft int
+	q := newQuoter(g, rng, budget, soft, maxTokens)
+	out := make([]uint32, 0, min(budget, 1024))
 	const batch = 16
 	P := s.opts.PageSize
-	for len(out) < want {
-		k := min(batch, want-len(out))
+	for more := true; more; {
 		start := len(out)
 		s.mu.Lock()
-		for range k {
-			if spanLeft == 0 {
-				spanPos, spanLeft = rng.IntN(ctxLen), 3+rng.IntN(10)
+		for range batch {
+			tok, sl, ok := q.next(len(out))
+			if !ok {
+				more = false
+				break
 			}
-			sl := g.slot(spanPos)
-			spanPos++
-			spanLeft--
-			if spanPos >= ctxLen {
-				spanLeft = 0
+			if sl >= 0 {
+				g.noteRead(sl)
 			}
-			tok := s.pool.tokens[sl]
-			g.noteRead(sl)
 			if !g.oversize {
 				// The generated token's KV goes into the request's own pages.
 				pos := len(g.j.prompt) + len(out)
@@ -633,19 +632,25 @@ func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint
 			out = append(out, tok)
 		}
 		s.mu.Unlock()
-		if emit != nil {
+		k := len(out) - start
+		if emit != nil && k > 0 {
 			if err := emit(out[start:]); err != nil {
 				return out, "abort"
 			}
 		}
-		if d := s.opts.DecodeTokenDelay; d > 0 {
+		if d := s.opts.DecodeTokenDelay; d > 0 && k > 0 {
 			sleepCtx(ctx, time.Duration(k)*d)
 		}
 		if ctx.Err() != nil {
 			return out, "abort"
 		}
 	}
-	return out, finish
+	// The incident's engine decodes an aborted request to its length
+	// budget; otherwise "length" means max_tokens cut the answer.
+	if g.oversize || len(out) >= maxTokens {
+		return out, "length"
+	}
+	return out, "stop"
 }
 
 // noteRead adds a read of slot sl to the ground truth. Caller holds mu.
