@@ -309,3 +309,64 @@ func TestNewErrors(t *testing.T) {
 		t.Error("unknown destination accepted")
 	}
 }
+
+// TestMangledPlaceholders: a placeholder of this exchange whose label the
+// model mangled (prefix duplicated or cut) is still ours and restored; one
+// whose tag the model spliced from two of ours is ours too and left in
+// place; a tag this exchange never minted stays foreign.
+func TestMangledPlaceholders(t *testing.T) {
+	g := newGuard(t, sdk.Options{})
+	x, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions",
+		Body: chatBody("mail " + email + ", call " + phone)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions", Body: chatBody("mail " + email)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := placeholderRE.FindAllString(string(x.Body), -1)
+	if len(hs) != 2 {
+		t.Fatalf("placeholders %v", hs)
+	}
+	var mail, tel string
+	for _, h := range hs {
+		if strings.HasPrefix(h, "[[PII_EMAIL_") {
+			mail = h
+		} else {
+			tel = h
+		}
+	}
+	if mail == "" || tel == "" {
+		t.Fatalf("placeholders %v", hs)
+	}
+	tag := func(p string) string { return p[len(p)-10 : len(p)-2] }
+	foreign := placeholderRE.FindString(string(other.Body))
+	tests := []struct {
+		name, in, want string
+		foreign        int
+	}{
+		{"whole", "to " + mail, "to " + email, 0},
+		{"label prefix duplicated", "to [[PIPII_EMAIL_" + tag(mail) + "]]", "to " + email, 0},
+		{"label cut", "to [[II_EMAIL_" + tag(mail) + "]]", "to " + email, 0},
+		{"label of the other value", "to [[PII_PHONE_NUMBER_" + tag(mail) + "]]", "to " + email, 0},
+		{"tag spliced from two of ours", "to [[PII_EMAIL_" + tag(mail)[:3] + tag(tel)[3:] + "]]",
+			"to [[PII_EMAIL_" + tag(mail)[:3] + tag(tel)[3:] + "]]", 0},
+		{"half a placeholder", "to [[PII_EMAIL_" + tag(mail)[:5], "to [[PII_EMAIL_" + tag(mail)[:5], 0},
+		{"another exchange's", "to " + foreign, "to " + foreign, 1},
+		{"another exchange's, mangled", "to [[PIPII_EMAIL_" + tag(foreign) + "]]", "to [[PIPII_EMAIL_" + tag(foreign) + "]]", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, sigs := x.Restore(tt.in)
+			if got != tt.want || len(sigs) != tt.foreign {
+				t.Fatalf("Restore(%q) = %q, %d signals %v; want %q, %d", tt.in, got, len(sigs), sigs, tt.want, tt.foreign)
+			}
+			for _, s := range sigs {
+				if s.ID != inbound.SignalForeignPlaceholder {
+					t.Errorf("signal %s", s.ID)
+				}
+			}
+		})
+	}
+}

@@ -102,3 +102,76 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// TestProviderErrorsPassThrough sends the same over-long request twice to
+// the paged-cache server in its correct mode, which refuses it with an
+// OpenAI-format 400 context_length_exceeded: both answers reach the caller
+// as that 400, plain and streamed. Error bodies are the provider's, not
+// model output: they are not fingerprinted, so the second identical error
+// is not taken for the first one's text (inbound.cross_exchange).
+func TestProviderErrorsPassThrough(t *testing.T) {
+	ctx := context.Background()
+	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(8192), pagedcache.WithSeed(1))
+	src := strings.Replace(testPolicy, "%s", "closed", 1)
+	src = strings.Replace(src, "usage_mismatch: flag", "usage_mismatch: block\n    cross_exchange: block\n    foreign_entity: block\n  canary: true", 1)
+	src = strings.Replace(src, "destinations:\n", "destinations:\n  - name: shared-llm\n    base_url: "+ts.URL+
+		"\n    max_level: internal\n    action: redact\n    block_at: restricted\n    max_input_tokens: 100000\n", 1)
+	pol, err := policies.Parse([]byte(src), "yaml", "errors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanner, err := pol.NewScanner([]byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var audit strings.Builder
+	g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v, Audit: &audit})
+	cfg := openai.DefaultConfig("sk-tenant")
+	cfg.BaseURL = ts.URL + "/v1"
+	c := sdk.NewClient(g, cfg)
+	long := "Write to " + email + " about this: " + strings.Repeat(" lorem ipsum dolor", 3000)
+	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
+	var msgs []string
+	for i := range 4 {
+		var err error
+		if i%2 == 0 {
+			_, err = c.CreateChatCompletion(ctx, req)
+		} else {
+			sreq := req
+			sreq.Stream = true
+			var st *openai.ChatCompletionStream
+			st, err = c.CreateChatCompletionStream(ctx, sreq)
+			if err == nil {
+				st.Close()
+				t.Fatalf("request %d: stream opened", i)
+			}
+		}
+		var ae *openai.APIError
+		if !errors.As(err, &ae) || ae.HTTPStatusCode != http.StatusBadRequest || ae.Code != "context_length_exceeded" {
+			t.Fatalf("request %d: err = %v, want the provider's 400 context_length_exceeded", i, err)
+		}
+		msgs = append(msgs, ae.Message)
+	}
+	digits := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	if digits(msgs[0]) != digits(msgs[3]) || !strings.Contains(msgs[0], "maximum context length") {
+		t.Fatalf("messages differ or lost: %q", msgs)
+	}
+	n, _, err := sdk.ReadAudit(strings.NewReader(audit.String()), false, nil)
+	if err != nil || n != 4 {
+		t.Fatalf("audit %d lines, %v", n, err)
+	}
+	if strings.Count(audit.String(), `"verdict":"error"`) != 4 || strings.Contains(audit.String(), "contaminated") {
+		t.Fatalf("audit verdicts:\n%s", audit.String())
+	}
+}

@@ -121,6 +121,9 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		x.verdict, x.failNote = "error", stage
 		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: e}
 	}
+	if status < 200 || status > 299 {
+		return x.errorResponse(ctx, status, contentType, body)
+	}
 	var resp *wire.Response
 	switch {
 	case len(strings.TrimSpace(string(body))) == 0:
@@ -128,10 +131,6 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	case isJSON(contentType):
 		resp, err = wire.ParseResponse(x.kind, body)
 		if err != nil {
-			if status >= 300 {
-				x.verdict = "error"
-				return body, nil
-			}
 			return fail("response", err)
 		}
 	case strings.HasPrefix(strings.ToLower(contentType), "text/"):
@@ -196,4 +195,39 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		return fail("response", err)
 	}
 	return out, nil
+}
+
+// errorResponse handles a non-2xx response: the provider's own error (a 400
+// context_length_exceeded, a 429, a 5xx), written by its front end and not
+// by the model. It is delivered as it is, in the API's own format:
+//
+//   - it is not restored: an error that quotes the request quotes what was
+//     sent, placeholders included, and stays that way;
+//   - it is not handed to the verifier, so nothing of it is fingerprinted
+//     or remembered: the same error text answered to many requests (the
+//     normal case) is not cross-exchange contamination, and its entities
+//     are not the model's. The verifier session is closed without text,
+//     which records nothing of the response;
+//   - it is still searched for placeholders that this exchange did not
+//     mint (an exact check, with no false alarms): an error body carrying
+//     another request's placeholder is refused like any response.
+func (x *Exchange) errorResponse(ctx context.Context, status int, contentType string, body []byte) ([]byte, error) {
+	if x.session != nil {
+		_, _ = safeCall(func() ([]inbound.Signal, error) {
+			return x.session.Close(ctx, inbound.End{Truncated: true})
+		})
+	}
+	var sigs []inbound.Signal
+	if len(body) > 0 && (isJSON(contentType) || strings.HasPrefix(strings.ToLower(contentType), "text/")) {
+		sigs = foreignSignals(x.vault.restore(string(body), false).foreign, 0)
+	}
+	if blocking := x.apply(sigs); len(blocking) > 0 {
+		x.settle(true)
+		return nil, x.contamination(blocking)
+	}
+	x.verdict = "error"
+	if len(x.signals) > 0 {
+		x.verdict = "flagged"
+	}
+	return body, nil
 }

@@ -30,11 +30,12 @@ type vault struct {
 	secret []byte
 	byKey  map[string]string // detector + "\x00" + value -> placeholder
 	values map[string]string // placeholder -> value
+	tags   map[string]string // keyed tag (the hex digits) -> placeholder
 	order  []string
 }
 
 func newVault(secret []byte) *vault {
-	return &vault{secret: secret, byKey: map[string]string{}, values: map[string]string{}}
+	return &vault{secret: secret, byKey: map[string]string{}, values: map[string]string{}, tags: map[string]string{}}
 }
 
 // label turns a detector ID into a placeholder label: "pii.email" ->
@@ -77,10 +78,14 @@ func (v *vault) placeholder(detector, value string) string {
 		if n > 0 {
 			m.Write([]byte(strconv.Itoa(n)))
 		}
-		p := placeholderOpen + lab + "_" + hex.EncodeToString(m.Sum(nil))[:placeholderHex] + placeholderClose
-		if _, taken := v.values[p]; !taken {
+		tag := hex.EncodeToString(m.Sum(nil))[:placeholderHex]
+		p := placeholderOpen + lab + "_" + tag + placeholderClose
+		// Tags are unique within the exchange, so that a tag alone names
+		// one of its placeholders (see restore).
+		if _, taken := v.tags[tag]; !taken {
 			v.byKey[key] = p
 			v.values[p] = value
+			v.tags[tag] = p
 			v.order = append(v.order, p)
 			return p
 		}
@@ -165,6 +170,7 @@ func holdBack(s string) int {
 type restoreResult struct {
 	text     string
 	restored int
+	mangled  int            // placeholders of this exchange left in place (spliced tags)
 	foreign  []foreignToken // placeholder-shaped tokens not of this exchange
 }
 
@@ -173,10 +179,54 @@ type foreignToken struct {
 	label      string
 }
 
-// restore replaces this exchange's placeholders in s by their values. When
-// jsonText is true, s is itself JSON (tool arguments) and values are
-// inserted JSON-string escaped. Placeholder-shaped tokens that this vault
-// did not mint are left in place and reported.
+// owner tells who minted a placeholder-shaped token.
+type owner int
+
+const (
+	ownerForeign owner = iota // not minted by this exchange
+	ownerExact                // one of this exchange's placeholders, intact
+	ownerTag                  // this exchange's tag under a mangled label
+	ownerSpliced              // a tag spliced from two of this exchange's tags
+)
+
+// whose decides whether tok, a complete placeholder-shaped token, is this
+// exchange's. The keyed tag is the placeholder's identity: the label is
+// cosmetic and a model may mangle it ("[[PIPII_PHONE_3f9a1c2b]]": a prefix
+// duplicated; "[[II_PHONE_…]]": cut), so a token carrying a tag minted here
+// is ours and names exactly one value (tags are unique per exchange). A
+// model that quotes its context in pieces may also splice the head of one
+// of our tags to the tail of another: ours too, but naming no value, it is
+// left in place. Only a tag that is neither is foreign; the chance that a
+// tag minted elsewhere passes as a splice of this exchange's n tags is at
+// most 7·n²/16⁸ (under 2·10⁻⁷ for 10 placeholders), and a tag minted
+// elsewhere can never be restored here.
+func (v *vault) whose(tok string) (owner, string) {
+	if _, ok := v.values[tok]; ok {
+		return ownerExact, tok
+	}
+	n := len(tok) - len(placeholderClose)
+	tag := tok[n-placeholderHex : n]
+	if p, ok := v.tags[tag]; ok {
+		return ownerTag, p
+	}
+	for k := 1; k < placeholderHex; k++ {
+		head, tail := false, false
+		for t := range v.tags {
+			head = head || t[:k] == tag[:k]
+			tail = tail || t[k:] == tag[k:]
+			if head && tail {
+				return ownerSpliced, ""
+			}
+		}
+	}
+	return ownerForeign, ""
+}
+
+// restore replaces this exchange's placeholders in s by their values (also
+// under a mangled label, see whose). When jsonText is true, s is itself
+// JSON (tool arguments) and values are inserted JSON-string escaped.
+// Placeholder-shaped tokens that this vault did not mint are left in place
+// and reported.
 func (v *vault) restore(s string, jsonText bool) restoreResult {
 	res := restoreResult{text: s}
 	if !strings.Contains(s, placeholderOpen) {
@@ -197,8 +247,15 @@ func (v *vault) restore(s string, jsonText bool) restoreResult {
 			continue
 		}
 		tok := s[i : i+n]
+		who, p := v.whose(tok)
+		if who == ownerSpliced {
+			res.mangled++
+			i += n
+			continue
+		}
 		b.WriteString(s[last:i])
-		if val, mine := v.values[tok]; mine {
+		if who != ownerForeign {
+			val := v.values[p]
 			if jsonText {
 				val = jsonEscape(val)
 			}
