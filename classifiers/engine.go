@@ -129,6 +129,18 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 			st.custHits[ref.custom] = append(st.custHits[ref.custom], span{start, end})
 		}
 	})
+	// Hits are appended in order of their end; a longer word can start
+	// before a shorter one found earlier. nearHit searches them by start.
+	for _, hs := range st.ctxHits {
+		if !slices.IsSorted(hs) {
+			slices.Sort(hs)
+		}
+	}
+	for _, hs := range st.custCtx {
+		if !slices.IsSorted(hs) {
+			slices.Sort(hs)
+		}
+	}
 	// Pass 2 (same chunk, anchors): numeric candidates, '@', IPv6.
 	st.anchors()
 	// Keyword-triggered detectors over their merged windows.
@@ -253,6 +265,8 @@ func (st *scanState) hasContext(d *detector, start, end, dist int) bool {
 	return nearHit(st.ctxHits[d.idx], start, end, dist)
 }
 
+// nearHit reports whether a hit (sorted start offsets) lies in
+// [start-dist, end+dist/2].
 func nearHit(hits []int, start, end, dist int) bool {
 	k := sort.SearchInts(hits, start-dist)
 	return k < len(hits) && hits[k] <= end+dist/2

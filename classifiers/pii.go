@@ -357,7 +357,7 @@ var testCards = map[string]bool{
 
 // cardIssuer reports whether d starts with an issuer range of a length it
 // issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro).
-func cardIssuer(d string) bool {
+func cardIssuer(d []byte) bool {
 	n := len(d)
 	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
 	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
@@ -394,14 +394,14 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) {
 			return false
 		}
-		dg := string(c.digits(text, a, b, buf[:0]))
+		dg := c.digits(text, a, b, buf[:0])
 		if !cardIssuer(dg) || !luhn(dg) {
 			return false
 		}
-		if !st.s.includeReserved && testCards[dg] {
+		if !st.s.includeReserved && testCards[string(dg)] {
 			return true // consume, report nothing
 		}
-		st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -448,14 +448,13 @@ func ibanNumeric(st *scanState, d *detector, c *numCand) {
 	if len(out) != want || (i < len(text) && isWordByte(text[i])) {
 		return
 	}
-	s := string(out)
-	if !validIBAN(s) {
+	if !validIBAN(out) {
 		return
 	}
-	if !st.s.includeReserved && exampleIBANs[s] {
+	if !st.s.includeReserved && exampleIBANs[string(out)] {
 		return
 	}
-	st.emitString(d.idx, lo, i, st.conf(d, 0.9, lo, i), s, d.mask)
+	st.emit(d.idx, lo, i, st.conf(d, 0.9, lo, i), out, d.mask)
 }
 
 // ---- US SSN ----
@@ -483,7 +482,7 @@ func ssnNumeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) {
 			continue
 		}
-		dg := string(c.digits(text, a, b, buf[:0]))
+		dg := c.digits(text, a, b, buf[:0])
 		if !validSSN(dg) {
 			continue
 		}
@@ -491,14 +490,14 @@ func ssnNumeric(st *scanState, d *detector, c *numCand) {
 		if a == b && !ctx {
 			continue
 		}
-		if !st.s.includeReserved && (reservedSSN[dg] || strings.HasPrefix(dg, "98765432")) {
+		if !st.s.includeReserved && (reservedSSN[string(dg)] || string(dg[:8]) == "98765432") {
 			continue
 		}
 		conf := 0.75
 		if ctx {
 			conf = 0.95
 		}
-		st.emitString(d.idx, lo, hi, conf, dg, d.mask)
+		st.emit(d.idx, lo, hi, conf, dg, d.mask)
 		a = b
 	}
 }
@@ -525,11 +524,11 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) {
 			return false
 		}
-		dg := string(c.digits(text, a, b, buf[:0]))
+		dg := c.digits(text, a, b, buf[:0])
 		if !validNIR(dg) {
 			return false
 		}
-		st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
+		st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
 }
@@ -537,7 +536,8 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 // readCompact reads n alphanumerics from text[lo:], skipping single
 // separators from seps, and returns the span and the upper-cased value.
 func readCompact(text []byte, lo, n int, seps string) (int, int, string, bool) {
-	out := make([]byte, 0, n)
+	var buf [16]byte
+	out := buf[:0]
 	i := lo
 	for i < len(text) && len(out) < n {
 		ch := text[i]
@@ -566,6 +566,11 @@ func readCompact(text []byte, lo, n int, seps string) (int, int, string, bool) {
 func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState, *detector, *numCand) {
 	return func(st *scanState, d *detector, c *numCand) {
 		text := st.text
+		// Every range below starts in [c.start, c.end] and needs a context
+		// hit within 48 bytes before its start: look once per candidate.
+		if !nearHit(st.ctxHits[d.idx], c.start, c.end, 48) {
+			return
+		}
 		var buf [24]byte
 		c.groupRanges(n, n, func(a, b int) bool {
 			if !c.sameSeps(a, b, seps) {
@@ -604,8 +609,8 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if lo >= 1 && text[lo+1] == ' ' {
 		lo--
 	}
-	if lo < 0 {
-		return
+	if lo < 0 || !isAlpha(text[lo]) {
+		return // validNINO needs a letter first
 	}
 	start, hi, v, ok := readCompact(text, lo, 9, " ")
 	if !ok || !validNINO(v) || (start > 0 && isWordByte(text[start-1])) {

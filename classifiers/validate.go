@@ -90,7 +90,7 @@ func compactUpper(s string) string {
 }
 
 // luhn checks the Luhn (mod 10) check digit of a digit string.
-func luhn(d string) bool {
+func luhn[T ~string | ~[]byte](d T) bool {
 	sum, dbl := 0, false
 	for i := len(d) - 1; i >= 0; i-- {
 		n := int(d[i] - '0')
@@ -130,17 +130,17 @@ var ibanLengths = map[string]int{
 
 // validIBAN checks country, length and the mod 97 check digits of a compact
 // upper-case IBAN.
-func validIBAN(s string) bool {
+func validIBAN[T ~string | ~[]byte](s T) bool {
 	if len(s) < 15 || len(s) > 34 || !isUpper(s[0]) || !isUpper(s[1]) || !isDigit(s[2]) || !isDigit(s[3]) {
 		return false
 	}
-	if ibanLengths[s[:2]] != len(s) {
+	if ibanLengths[string(s[:2])] != len(s) {
 		return false
 	}
+	// mod 97 of the value rotated by four characters, letters as 10..35
 	r := 0
-	rot := s[4:] + s[:4]
-	for i := 0; i < len(rot); i++ {
-		c := rot[i]
+	for k := 0; k < len(s); k++ {
+		c := s[(k+4)%len(s)]
 		switch {
 		case isDigit(c):
 			r = (r*10 + int(c-'0')) % 97
@@ -156,21 +156,21 @@ func validIBAN(s string) bool {
 
 // validSSN applies the SSA rules: area not 000, 666 or 900-999; group not
 // 00; serial not 0000.
-func validSSN(d string) bool {
+func validSSN[T ~string | ~[]byte](d T) bool {
 	if len(d) != 9 {
 		return false
 	}
-	area, group, serial := d[:3], d[3:5], d[5:]
-	if area == "000" || area == "666" || area[0] == '9' || group == "00" || serial == "0000" {
-		return false
-	}
-	return true
+	area := d[0] != '0' || d[1] != '0' || d[2] != '0'
+	area = area && !(d[0] == '6' && d[1] == '6' && d[2] == '6') && d[0] != '9'
+	group := d[3] != '0' || d[4] != '0'
+	serial := d[5] != '0' || d[6] != '0' || d[7] != '0' || d[8] != '0'
+	return area && group && serial
 }
 
 // validNIR checks a French NIR (numéro de sécurité sociale): sex digit,
 // month, and the key 97 - (number mod 97), with Corsica's 2A/2B counted as
 // 19/18.
-func validNIR(s string) bool {
+func validNIR[T ~string | ~[]byte](s T) bool {
 	if len(s) != 15 || (s[0] != '1' && s[0] != '2') {
 		return false
 	}
