@@ -10,6 +10,7 @@ type numCand struct {
 	groups     []span // digit runs
 	seps       []byte // separator between group i and i+1 (its first byte)
 	sepLens    []int
+	cum        []int // cum[i] is the number of digits in groups[:i]
 }
 
 const maxGroups = 24
@@ -58,6 +59,10 @@ func (c *numCand) parse(text []byte, i int) int {
 		j = k
 	}
 	c.end = j
+	c.cum = append(c.cum[:0], 0)
+	for _, g := range c.groups {
+		c.cum = append(c.cum, c.cum[len(c.cum)-1]+g.hi-g.lo)
+	}
 	return j
 }
 
@@ -70,13 +75,7 @@ func (c *numCand) digits(text []byte, a, b int, buf []byte) []byte {
 }
 
 // ndigits counts the digits of groups a..b.
-func (c *numCand) ndigits(a, b int) int {
-	n := 0
-	for g := a; g <= b; g++ {
-		n += c.groups[g].hi - c.groups[g].lo
-	}
-	return n
-}
+func (c *numCand) ndigits(a, b int) int { return c.cum[b+1] - c.cum[a] }
 
 // sameSeps reports whether groups a..b are joined by one kind of single-byte
 // separator from allowed (or are a single group).
@@ -117,18 +116,25 @@ func boundaryOK(text []byte, lo, hi int) bool {
 // is within [minD, maxD], longest first for each a; when fn returns true the
 // range is taken and the search resumes after b.
 func (c *numCand) groupRanges(minD, maxD int, fn func(a, b int) bool) {
-	for a := 0; a < len(c.groups); a++ {
-		// find the largest b with ndigits <= maxD
-		total, last := 0, -1
-		for b := a; b < len(c.groups); b++ {
-			total += c.groups[b].hi - c.groups[b].lo
-			if total > maxD {
-				break
-			}
-			last = b
+	n := len(c.groups)
+	if c.cum[n] < minD {
+		return // no range has enough digits
+	}
+	for a := 0; a < n; a++ {
+		if c.cum[n]-c.cum[a] < minD {
+			return // nor does any range starting here or later
+		}
+		// the largest b with ndigits(a, b) <= maxD
+		last := a - 1
+		for last+1 < n && c.cum[last+2]-c.cum[a] <= maxD {
+			last++
 		}
 		for b := last; b >= a; b-- {
-			if nd := c.ndigits(a, b); nd >= minD && nd <= maxD && fn(a, b) {
+			nd := c.cum[b+1] - c.cum[a]
+			if nd < minD {
+				break // shorter ranges have fewer digits still
+			}
+			if fn(a, b) {
 				a = b
 				break
 			}

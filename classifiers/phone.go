@@ -41,8 +41,9 @@ type phoneRegion struct {
 	transform bool // national prefix transform rule: numbers of this region go to phonenumbers
 	cc        int
 	ccStr     string
-	idd       string // international prefix, a digit literal
-	npfp      *regexp.Regexp
+	idd       string         // international prefix, a digit literal
+	npLit     string         // national prefix for parsing when it is a digit literal
+	npfp      *regexp.Regexp // otherwise, the pattern, or nil
 	leading   *regexp.Regexp // leading digits for shared calling codes, or nil
 	general   phoneDesc
 	types     []phoneDesc
@@ -119,7 +120,9 @@ func buildPhoneRegion(id string) *phoneRegion {
 	r.ccStr = strconv.Itoa(r.cc)
 	r.idd = idd
 	if p := m.GetNationalPrefixForParsing(); p != "" {
-		if r.npfp = compile("^(?:" + p + ")"); r.npfp == nil {
+		if strings.Trim(p, "0123456789") == "" {
+			r.npLit = p // a digit literal: "^(?:0)" matches exactly its prefix
+		} else if r.npfp = compile("^(?:" + p + ")"); r.npfp == nil {
 			return r
 		}
 	}
@@ -142,12 +145,14 @@ func buildPhoneRegion(id string) *phoneRegion {
 	if len(r.possible) == 0 {
 		return r
 	}
-	// The order of getNumberTypeHelper; only "is any type matched" matters.
-	ds := []*phonenumbers.PhoneNumberDesc{m.GetPremiumRate(), m.GetTollFree(), m.GetSharedCost(), m.GetVoip(),
-		m.GetPersonalNumber(), m.GetPager(), m.GetUan(), m.GetVoicemail(), m.GetFixedLine()}
+	// The types getNumberTypeHelper tries. Only "is any type matched"
+	// matters, so the common ones go first.
+	ds := []*phonenumbers.PhoneNumberDesc{m.GetFixedLine()}
 	if !m.GetSameMobileAndFixedLinePattern() {
 		ds = append(ds, m.GetMobile())
 	}
+	ds = append(ds, m.GetPremiumRate(), m.GetTollFree(), m.GetSharedCost(), m.GetVoip(),
+		m.GetPersonalNumber(), m.GetPager(), m.GetUan(), m.GetVoicemail())
 	for _, d := range ds {
 		if d == nil {
 			continue
@@ -210,12 +215,22 @@ func (r *phoneRegion) nsn(n string) (string, bool) {
 	if len(n) < 2 {
 		return "", false
 	}
-	if r.npfp != nil {
+	end := -1
+	if r.npLit != "" {
+		if strings.HasPrefix(n, r.npLit) {
+			end = len(r.npLit)
+		}
+	} else if r.npfp != nil {
 		if m := r.npfp.FindStringIndex(n); m != nil {
-			p := n[m[1]:]
-			if !(r.general.re.MatchString(n) && !r.general.re.MatchString(p)) && r.lengthKeepsStrip(p) {
-				n = p
-			}
+			end = m[1]
+		}
+	}
+	if end >= 0 {
+		// Strip unless the number was viable and the rest is not, and
+		// only when the rest has a possible length.
+		p := n[end:]
+		if r.lengthKeepsStrip(p) && !(r.general.re.MatchString(n) && !r.general.re.MatchString(p)) {
+			n = p
 		}
 	}
 	if len(n) < 2 || len(n) > 17 {
