@@ -627,7 +627,7 @@ func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint
 			if !g.oversize {
 				// The generated token's KV goes into the request's own pages.
 				pos := len(g.j.prompt) + len(out)
-				s.pool.write(g.pt[pos/P], pos%P, []uint32{tok}, g.tIdx, g.j.seq)
+				s.pool.write(g.pt[pos/P], pos%P, []uint32{tok}, g.tIdx|generatedBit, g.j.seq)
 			}
 			out = append(out, tok)
 		}
@@ -658,7 +658,7 @@ func (g *decodeState) noteRead(sl int) {
 	p := g.s.pool
 	pg := sl / p.pageSize
 	req := p.writerReq[sl]
-	ten := g.s.tenantNames[p.writerTenant[sl]]
+	ten := g.s.tenantNames[p.writerTenant[sl]&^generatedBit]
 	if req != g.j.seq {
 		if g.oversize || !slices.Contains(g.pt[:g.shared], int32(pg)) {
 			g.s.m.staleReads++

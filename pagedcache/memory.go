@@ -8,7 +8,9 @@ type pool struct {
 	numPages int // usable pages are 1..numPages; page 0 is reserved
 
 	// Per slot (page*pageSize + offset): the token ID and who wrote it last
-	// (request sequence number and interned tenant; 0 = never written).
+	// (request sequence number and interned tenant; 0 = never written). A
+	// generated token's tenant carries generatedBit, so that the boundary
+	// between a request's prompt and its answer stays visible in its pages.
 	tokens       []uint32
 	writerReq    []uint32
 	writerTenant []uint32
@@ -30,6 +32,9 @@ type pool struct {
 
 	evictions uint64
 }
+
+// generatedBit marks, in writerTenant, a token the model generated.
+const generatedBit uint32 = 1 << 31
 
 type pageMeta struct {
 	ownerReq    uint32

@@ -113,14 +113,28 @@ func (g *decodeState) own(p int) bool {
 }
 
 // joined reports whether context positions p and p+1 follow each other in
-// the text of whoever wrote them.
+// the text of whoever wrote them (both in its prompt, or both in its
+// answer).
 func (g *decodeState) joined(p int) bool {
 	if g.own(p) && g.own(p+1) {
 		return true
 	}
 	a, b := g.slot(p), g.slot(p+1)
-	w := g.s.pool.writerReq
-	return b == a+1 && b%g.s.opts.PageSize != 0 && w[a] == w[b]
+	w, wt := g.s.pool.writerReq, g.s.pool.writerTenant
+	return b == a+1 && b%g.s.opts.PageSize != 0 && w[a] == w[b] && wt[a] == wt[b]
+}
+
+// answerStarts reports whether p is the last token of a request's prompt
+// and p+1 the first of its answer: the end of one text, the start of the
+// next, so a word boundary (and a cut).
+func (g *decodeState) answerStarts(p int) bool {
+	if p+1 >= g.ctxLen {
+		return false
+	}
+	a, b := g.slot(p), g.slot(p+1)
+	w, wt := g.s.pool.writerReq, g.s.pool.writerTenant
+	return b == a+1 && b%g.s.opts.PageSize != 0 && w[a] == w[b] &&
+		wt[a]&generatedBit == 0 && wt[b] == wt[a]|generatedBit
 }
 
 // wordStart reports whether a word starts at p.
@@ -134,7 +148,7 @@ func (g *decodeState) wordStart(p int) bool {
 	case p == 0:
 		return g.own(0)
 	default:
-		return g.joined(p-1) && g.cls(p-1)&clsEndWS != 0
+		return g.joined(p-1) && g.cls(p-1)&clsEndWS != 0 || g.answerStarts(p-1)
 	}
 }
 
@@ -154,7 +168,7 @@ func (g *decodeState) wordEnd(p int) bool {
 	if p+1 == g.ctxLen {
 		return g.own(p)
 	}
-	return g.joined(p) && g.cls(p+1)&clsStartWS != 0
+	return g.joined(p) && g.cls(p+1)&clsStartWS != 0 || g.answerStarts(p)
 }
 
 // cutAfter reports whether a quote must stop after p: the context ends, the
