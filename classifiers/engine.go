@@ -60,23 +60,24 @@ type scanState struct {
 	hits     []detHit
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
-	arena   []byte
-	mac     hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
-	sum     [sha256.Size]byte
-	scratch []byte                 // emit's copy of the value it hashes
-	norm    []byte                 // emitString's copy of its string
-	phones  map[string]phoneResult // per-scan memo of phone validation
+	arena  []byte
+	mac    hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
+	sum    [sha256.Size]byte
+	norms  []byte                 // normalised values of out, hashed at the end
+	norm   []byte                 // emitString's copy of its string
+	phones map[string]phoneResult // per-scan memo of phone validation
 }
 
 // rawFinding is a finding while its chunk is scanned: 40 bytes instead of a
 // Finding's 140, so collecting, sorting and resolving them is cheap. who is
 // the index of the built-in detector, or len(Scanner.dets) + the index of
-// the custom rule; the preview is arena[pLo:pHi], the hash starts at hLo.
+// the custom rule.
 type rawFinding struct {
-	start, end    int32
-	who           int32
-	pLo, pHi, hLo int32
-	conf          float64
+	start, end int32
+	who        int32
+	pLo, pHi   int32 // preview in scanState.arena
+	nLo, nHi   int32 // normalised value in scanState.norms
+	conf       float64
 }
 
 // idCat returns the detector ID and category of a rawFinding's who.
@@ -167,6 +168,13 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	if n == 0 {
 		return nil, st.err
 	}
+	hashAt := make([]int32, 0, n)
+	st.arena = slices.Grow(st.arena, n*2*hashBytes)
+	for i := range raw {
+		if r := &raw[i]; int(r.start) >= acceptLo && int(r.start) < acceptHi {
+			hashAt = append(hashAt, st.hashNorm(r))
+		}
+	}
 	arena := string(st.arena)
 	out := make([]Finding, 0, n)
 	for _, r := range raw {
@@ -174,8 +182,9 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 			continue
 		}
 		id, cat := s.idCat(r.who)
+		h := hashAt[len(out)]
 		out = append(out, Finding{Detector: id, Category: cat, Start: int(r.start), End: int(r.end),
-			Confidence: r.conf, Preview: arena[r.pLo:r.pHi], Hash: arena[r.hLo : int(r.hLo)+2*hashBytes]})
+			Confidence: r.conf, Preview: arena[r.pLo:r.pHi], Hash: arena[h : h+2*hashBytes]})
 	}
 	return out, st.err
 }
@@ -232,19 +241,29 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 		est := len(st.text)/1024 + 16
 		st.out = make([]rawFinding, 0, est)
 		st.arena = make([]byte, 0, est*48)
+		st.norms = make([]byte, 0, est*24)
 	}
 	r := rawFinding{start: int32(start), end: int32(end), who: int32(who), conf: round2(conf)}
 	r.pLo = int32(len(st.arena))
 	st.arena = mask(st.arena, st.text[start:end])
 	r.pHi = int32(len(st.arena))
-	r.hLo = r.pHi
-	// Copied so norm does not escape: callers pass stack buffers.
-	st.scratch = append(st.scratch[:0], norm...)
+	// The value is hashed once overlaps are resolved, for the findings
+	// that are kept.
+	r.nLo = int32(len(st.norms))
+	st.norms = append(st.norms, norm...)
+	r.nHi = int32(len(st.norms))
+	st.out = append(st.out, r)
+}
+
+// hashNorm appends the hex HMAC of r's normalised value to the arena and
+// returns where it starts.
+func (st *scanState) hashNorm(r *rawFinding) int32 {
+	at := int32(len(st.arena))
 	st.mac.Reset()
-	st.mac.Write(st.scratch)
+	st.mac.Write(st.norms[r.nLo:r.nHi])
 	sum := st.mac.Sum(st.sum[:0])
 	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
-	st.out = append(st.out, r)
+	return at
 }
 
 // emitString is emit with a normalised value held in a string.
@@ -280,7 +299,7 @@ func (s *Scanner) resolveOverlaps(fs []rawFinding) []rawFinding {
 	if len(fs) < 2 {
 		return fs
 	}
-	fs = sortStable(fs, func(a, b *rawFinding) int { return cmp.Compare(a.start, b.start) })
+	fs = sortRawByStart(fs)
 	// class: 0 kept as is, 1 PII and secrets, 2 markers; rank: secrets first.
 	class := func(f *rawFinding) (int, int) {
 		_, c := s.idCat(f.who)
@@ -357,4 +376,49 @@ func sortStable[T any](xs []T, c func(a, b *T) int) []T {
 		out[k] = xs[i]
 	}
 	return out
+}
+
+// sortRawByStart sorts raw findings stably by start. They arrive as a few
+// sorted runs (one per pass or detector), so a natural merge sort moves
+// each finding about log2(runs) times.
+func sortRawByStart(fs []rawFinding) []rawFinding {
+	var runs []int // run starts, then len(fs)
+	for i := range fs {
+		if i == 0 || fs[i].start < fs[i-1].start {
+			runs = append(runs, i)
+		}
+	}
+	if len(runs) <= 1 {
+		return fs
+	}
+	runs = append(runs, len(fs))
+	src, dst := fs, make([]rawFinding, len(fs))
+	for len(runs) > 2 {
+		next := runs[:0:0]
+		for k := 0; k+1 < len(runs); k += 2 {
+			lo, mid := runs[k], runs[k+1]
+			hi := mid
+			if k+2 < len(runs) {
+				hi = runs[k+2]
+			}
+			next = append(next, lo)
+			i, j, o := lo, mid, lo
+			for i < mid && j < hi {
+				if src[j].start < src[i].start {
+					dst[o] = src[j]
+					j++
+				} else {
+					dst[o] = src[i]
+					i++
+				}
+				o++
+			}
+			o += copy(dst[o:], src[i:mid])
+			copy(dst[o:], src[j:hi])
+		}
+		next = append(next, len(fs))
+		runs = next
+		src, dst = dst, src
+	}
+	return src
 }

@@ -208,12 +208,12 @@ func (r *phoneRegion) lengthKeepsStrip(n string) bool {
 	return false // INVALID_LENGTH
 }
 
-// nsn strips the national prefix from a national number as Parse does
-// (maybeStripNationalPrefixAndCarrierCode, kept only when the rest has a
-// possible length) and applies Parse's length limits.
-func (r *phoneRegion) nsn(n string) (string, bool) {
-	if len(n) < 2 {
-		return "", false
+// stripNP is maybeStripNationalPrefixAndCarrierCode: n without its national
+// prefix, unless n was viable (matches the general pattern) and the rest is
+// not.
+func (r *phoneRegion) stripNP(n string) string {
+	if len(n) == 0 {
+		return n
 	}
 	end := -1
 	if r.npLit != "" {
@@ -225,18 +225,44 @@ func (r *phoneRegion) nsn(n string) (string, bool) {
 			end = m[1]
 		}
 	}
-	if end >= 0 {
-		// Strip unless the number was viable and the rest is not, and
-		// only when the rest has a possible length.
-		p := n[end:]
-		if r.lengthKeepsStrip(p) && !(r.general.re.MatchString(n) && !r.general.re.MatchString(p)) {
-			n = p
-		}
+	if end < 0 {
+		return n
+	}
+	p := n[end:]
+	if r.general.re.MatchString(n) && !r.general.re.MatchString(p) {
+		return n
+	}
+	return p
+}
+
+// nsn strips the national prefix from a national number as Parse does
+// (kept only when the rest has a possible length) and applies Parse's
+// length limits.
+func (r *phoneRegion) nsn(n string) (string, bool) {
+	if len(n) < 2 {
+		return "", false
+	}
+	if p := r.stripNP(n); len(p) != len(n) && r.lengthKeepsStrip(p) {
+		n = p
 	}
 	if len(n) < 2 || len(n) > 17 {
 		return "", false
 	}
 	return n, true
+}
+
+// tooLong is testNumberLength(n) == TOO_LONG.
+func (r *phoneRegion) tooLong(n string) bool {
+	if r.possible[0] == -1 {
+		return false
+	}
+	l := int32(len(n))
+	for _, x := range r.localOnly {
+		if x == l {
+			return false
+		}
+	}
+	return r.possible[0] < l && r.possible[len(r.possible)-1] < l
 }
 
 // phoneNumber is a validated number: calling code and national significant
@@ -297,17 +323,54 @@ func (b *phoneBook) international(digits string) (num phoneNumber, valid, handle
 	return phoneNumber{code, nsn}, region.valid(nsn), true
 }
 
-// national validates digits as a national number of region id.
+// national validates digits as a national number of region id, as
+// Parse(digits, id) and IsValidNumberForRegion(n, id) do: an international
+// prefix (IDD) or the region's own calling code in front is recognised.
 func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled bool) {
 	r := b.region(id)
-	if !r.ok || r.transform || strings.HasPrefix(digits, r.idd) || strings.HasPrefix(digits, r.ccStr) {
+	if !r.ok || r.transform {
 		return num, false, false
 	}
-	nsn, ok := r.nsn(digits)
+	parseRegion := r // whose metadata strips the national prefix
+	national := digits
+	switch {
+	case strings.HasPrefix(digits, r.idd) && !(len(digits) > len(r.idd) && digits[len(r.idd)] == '0'):
+		// IDD: an international number. It can only be valid for id
+		// when its calling code is id's (calling codes are prefix-free).
+		rest := digits[len(r.idd):]
+		if len(rest) <= 2 || !strings.HasPrefix(rest, r.ccStr) {
+			return num, false, true
+		}
+		national = rest[len(r.ccStr):]
+		if parseRegion = b.mainRegion(r.cc); parseRegion == nil {
+			return num, false, false
+		}
+	case strings.HasPrefix(digits, r.ccStr):
+		// The region's calling code without '+': Parse drops it when
+		// the number is only valid, or only short enough, without it.
+		p := r.stripNP(digits[len(r.ccStr):])
+		if (!r.general.re.MatchString(digits) && r.general.re.MatchString(p)) || r.tooLong(digits) {
+			national = p
+			if parseRegion = b.mainRegion(r.cc); parseRegion == nil {
+				return num, false, false
+			}
+		}
+	}
+	nsn, ok := parseRegion.nsn(national)
 	if !ok {
 		return num, false, true
 	}
 	return phoneNumber{r.cc, nsn}, r.valid(nsn), true
+}
+
+// mainRegion returns the tables of the main region of calling code cc
+// (GetRegionCodeForCountryCode), or nil when the fast path cannot use it.
+func (b *phoneBook) mainRegion(cc int) *phoneRegion {
+	m := b.region(phonenumbers.GetRegionCodeForCountryCode(cc))
+	if !m.ok || m.transform || m.cc != cc {
+		return nil
+	}
+	return m
 }
 
 // e164 formats the number as phonenumbers.Format(n, E164) does.

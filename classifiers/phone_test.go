@@ -88,6 +88,12 @@ func phoneSamples(n int, seed uint64) []struct {
 				d = append([]byte(cc+"0"), nsn...) // +33 0 6…
 			case intl:
 				d = append([]byte(cc), nsn...)
+			case r.IntN(10) == 0:
+				d = append([]byte("00"+cc), nsn...) // international prefix, national parse
+			case r.IntN(10) == 0:
+				d = append([]byte(cc), nsn...) // calling code without '+'
+			case r.IntN(20) == 0:
+				d = append([]byte(cc+"0"), nsn...)
 			case cc == "1" && r.IntN(3) == 0:
 				d = append([]byte("1"), nsn...)
 			case cc == "1" || cc == "34" || cc == "39":
@@ -100,8 +106,11 @@ func phoneSamples(n int, seed uint64) []struct {
 			for j := 0; j < l; j++ {
 				d = append(d, byte('0'+r.IntN(10)))
 			}
-			if intl && r.IntN(2) == 0 {
+			switch r.IntN(4) {
+			case 0:
 				d = append([]byte(phoneCountryCodes[r.IntN(len(phoneCountryCodes))]), d...)
+			case 1:
+				d = append([]byte("00"), d...)
 			}
 		}
 		if len(d) < 3 || len(d) > 17 {
