@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -14,7 +15,7 @@ type Request struct {
 	Stream bool
 	// Segments are the texts of the body in document order.
 	Segments []Segment
-	root     any
+	doc
 }
 
 // KindOf guesses the kind of a request from the URL path, then from the
@@ -75,7 +76,7 @@ func ParseRequest(urlPath string, body []byte) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Request{Kind: KindOf(urlPath, root), root: root}
+	r := &Request{Kind: KindOf(urlPath, root), doc: doc{body: body, root: root}}
 	m, isObj := root.(map[string]any)
 	if !isObj && r.Kind != KindGeneric {
 		return nil, fmt.Errorf("%w: %s body is not a JSON object", ErrBody, r.Kind)
@@ -111,13 +112,16 @@ func (r *Request) Set(i int, text string) error {
 	if !set(&r.root, r.Segments[i].Path, text) {
 		return fmt.Errorf("wire: segment %d at %s is not a string", i, r.Segments[i].Path)
 	}
+	r.replace(r.Segments[i].Path, text)
 	r.Segments[i].Text = text
 	return nil
 }
 
-// Encode returns the body with the texts set so far. Unknown fields are
-// kept; object keys come out sorted.
-func (r *Request) Encode() ([]byte, error) { return encode(r.root) }
+// Encode returns the body with the changes made so far: the original bytes
+// (the same slice) when there are none; otherwise the original bytes with
+// only the changed values rewritten, so key order, spacing, numbers and
+// unknown fields are kept byte for byte.
+func (r *Request) Encode() ([]byte, error) { return r.encode() }
 
 // AddSystemText places text in the request as system-level text (an extra
 // system message for chat, appended to the system prompt for Anthropic,
@@ -130,16 +134,32 @@ func (r *Request) AddSystemText(text string) bool {
 	}
 	switch r.Kind {
 	case KindChat:
-		msgs, _ := m["messages"].([]any)
-		m["messages"] = append(msgs, map[string]any{"role": "system", "content": text})
-		r.Segments = append(r.Segments, Segment{Path: Path{"messages", len(msgs), "content"}, Role: "system", Field: "content", Text: text})
+		msg := map[string]any{"role": "system", "content": text}
+		raw := appendString([]byte(`{"role":"system","content":`), text)
+		raw = append(raw, '}')
+		switch msgs := m["messages"].(type) {
+		case []any:
+			m["messages"] = append(msgs, msg)
+			r.add(edit{op: opAppend, path: Path{"messages"}, raw: raw})
+			r.Segments = append(r.Segments, Segment{Path: Path{"messages", len(msgs), "content"}, Role: "system", Field: "content", Text: text})
+		case nil:
+			_, had := m["messages"]
+			m["messages"] = []any{msg}
+			r.setMember(had, "messages", append(append([]byte{'['}, raw...), ']'))
+			r.Segments = append(r.Segments, Segment{Path: Path{"messages", 0, "content"}, Role: "system", Field: "content", Text: text})
+		default:
+			return false
+		}
 	case KindAnthropic:
 		switch sys := m["system"].(type) {
 		case nil:
+			_, had := m["system"]
 			m["system"] = text
+			r.setMember(had, "system", appendString(nil, text))
 			r.Segments = append(r.Segments, Segment{Path: Path{"system"}, Role: "system", Field: "system", Text: text})
 		case string:
 			m["system"] = sys + "\n\n" + text
+			r.replace(Path{"system"}, sys+"\n\n"+text)
 			// The existing system segment (if any) now covers both texts.
 			for i := range r.Segments {
 				if len(r.Segments[i].Path) == 1 && r.Segments[i].Path[0] == "system" {
@@ -148,6 +168,8 @@ func (r *Request) AddSystemText(text string) bool {
 			}
 		case []any:
 			m["system"] = append(sys, map[string]any{"type": "text", "text": text})
+			raw := appendString([]byte(`{"type":"text","text":`), text)
+			r.add(edit{op: opAppend, path: Path{"system"}, raw: append(raw, '}')})
 			r.Segments = append(r.Segments, Segment{Path: Path{"system", len(sys), "text"}, Role: "system", Field: "system", Text: text})
 		default:
 			return false
@@ -155,10 +177,13 @@ func (r *Request) AddSystemText(text string) bool {
 	case KindResponses:
 		switch ins := m["instructions"].(type) {
 		case nil:
+			_, had := m["instructions"]
 			m["instructions"] = text
+			r.setMember(had, "instructions", appendString(nil, text))
 			r.Segments = append(r.Segments, Segment{Path: Path{"instructions"}, Role: "system", Field: "instructions", Text: text})
 		case string:
 			m["instructions"] = ins + "\n\n" + text
+			r.replace(Path{"instructions"}, ins+"\n\n"+text)
 			for i := range r.Segments {
 				if len(r.Segments[i].Path) == 1 && r.Segments[i].Path[0] == "instructions" {
 					r.Segments[i].Text = ins + "\n\n" + text
@@ -166,6 +191,51 @@ func (r *Request) AddSystemText(text string) bool {
 			}
 		default:
 			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// setMember records that the top-level member key is now raw: a
+// replacement when the body had the key (holding null), an addition
+// otherwise.
+func (r *Request) setMember(had bool, key string, raw []byte) {
+	if had {
+		r.replace(Path{key}, json.RawMessage(raw))
+		return
+	}
+	r.add(edit{op: opAdd, path: Path{}, key: key, raw: raw})
+}
+
+// AskStreamUsage makes a streamed OpenAI chat or completions request ask
+// for usage (stream_options.include_usage: true), so that the final chunk
+// reports the prompt tokens the provider counted. It returns true when it
+// changed the request: the caller did not ask for usage, and the usage-only
+// chunk must not reach it (see StreamEvent.UsageOnly). It does nothing to
+// other kinds, to requests that are not streamed, or to a stream_options
+// that is not an object.
+func (r *Request) AskStreamUsage() bool {
+	m, ok := r.root.(map[string]any)
+	if !ok || !r.Stream || (r.Kind != KindChat && r.Kind != KindCompletion) {
+		return false
+	}
+	switch so := m["stream_options"].(type) {
+	case nil:
+		_, had := m["stream_options"]
+		m["stream_options"] = map[string]any{"include_usage": true}
+		r.setMember(had, "stream_options", []byte(`{"include_usage":true}`))
+	case map[string]any:
+		iu, has := so["include_usage"]
+		if iu == true {
+			return false
+		}
+		so["include_usage"] = true
+		if has {
+			r.replace(Path{"stream_options", "include_usage"}, json.RawMessage("true"))
+		} else {
+			r.add(edit{op: opAdd, path: Path{"stream_options"}, key: "include_usage", raw: []byte("true")})
 		}
 	default:
 		return false

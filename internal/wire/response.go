@@ -33,7 +33,7 @@ type Response struct {
 	// arguments, error messages, and any other string outside the known
 	// metadata fields).
 	Segments []Segment
-	root     any
+	doc
 }
 
 // ParseResponse parses a response body of a request of kind k.
@@ -42,7 +42,7 @@ func ParseResponse(k Kind, body []byte) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Response{Kind: k, root: root}
+	r := &Response{Kind: k, doc: doc{body: body, root: root}}
 	m, ok := root.(map[string]any)
 	if !ok {
 		x := &extractor{}
@@ -185,12 +185,14 @@ func (r *Response) Set(i int, text string) error {
 	if !set(&r.root, r.Segments[i].Path, text) {
 		return fmt.Errorf("wire: segment %d at %s is not a string", i, r.Segments[i].Path)
 	}
+	r.replace(r.Segments[i].Path, text)
 	r.Segments[i].Text = text
 	return nil
 }
 
-// Encode returns the body with the texts set so far.
-func (r *Response) Encode() ([]byte, error) { return encode(r.root) }
+// Encode returns the body with the texts set so far, rewriting only the
+// changed strings of the original bytes.
+func (r *Response) Encode() ([]byte, error) { return r.encode() }
 
 // Text returns the response's texts joined with newlines.
 func (r *Response) Text() string {

@@ -30,7 +30,7 @@ type StreamEvent struct {
 	// Segments are the event's texts: deltas carry a Channel, other texts
 	// (full texts repeated by ".done" events, error messages) do not.
 	Segments []Segment
-	root     any
+	doc
 	doneMark bool
 }
 
@@ -46,7 +46,7 @@ func ParseStreamEvent(eventType string, data []byte) (*StreamEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.root = root
+	e.doc = doc{body: data, root: root}
 	m, ok := root.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("%w: stream event is not a JSON object", ErrBody)
@@ -227,16 +227,18 @@ func (e *StreamEvent) Set(i int, text string) error {
 	if !set(&e.root, e.Segments[i].Path, text) {
 		return fmt.Errorf("wire: segment %d at %s is not a string", i, e.Segments[i].Path)
 	}
+	e.replace(e.Segments[i].Path, text)
 	e.Segments[i].Text = text
 	return nil
 }
 
-// Encode returns the event's data with the texts set so far.
+// Encode returns the event's data with the changes made so far, rewriting
+// only the changed values of the original bytes.
 func (e *StreamEvent) Encode() ([]byte, error) {
 	if e.doneMark {
 		return []byte("[DONE]"), nil
 	}
-	return encode(e.root)
+	return e.encode()
 }
 
 // Only turns the event into a pure delta of segment i carrying text: every
@@ -256,16 +258,49 @@ func (e *StreamEvent) Only(i int, text string) ([]byte, error) {
 		}
 	}
 	if m, ok := e.root.(map[string]any); ok {
-		delete(m, "usage")
+		if _, has := m["usage"]; has {
+			delete(m, "usage")
+			e.add(edit{op: opDelete, path: Path{"usage"}})
+		}
 		if ch, ok := m["choices"].([]any); ok {
-			for _, cv := range ch {
+			for ci, cv := range ch {
 				if c, ok := cv.(map[string]any); ok {
-					if _, has := c["finish_reason"]; has {
+					if fr, has := c["finish_reason"]; has && fr != nil {
 						c["finish_reason"] = nil
+						e.replace(Path{"choices", ci, "finish_reason"}, json.RawMessage("null"))
 					}
 				}
 			}
 		}
 	}
 	return e.Encode()
+}
+
+// UsageOnly reports an OpenAI chunk that carries only usage (an empty
+// choices array and a usage object): the last chunk of a stream asked with
+// stream_options.include_usage.
+func (e *StreamEvent) UsageOnly() bool {
+	m, ok := e.root.(map[string]any)
+	if !ok {
+		return false
+	}
+	ch, ok := m["choices"].([]any)
+	u, _ := m["usage"].(map[string]any)
+	return ok && len(ch) == 0 && u != nil
+}
+
+// DropNullUsage removes a "usage": null member (which OpenAI puts in every
+// chunk of a stream asked with include_usage, and in no chunk otherwise)
+// and reports whether it did.
+func (e *StreamEvent) DropNullUsage() bool {
+	m, ok := e.root.(map[string]any)
+	if !ok {
+		return false
+	}
+	if u, has := m["usage"]; !has || u != nil {
+		return false
+	}
+	delete(m, "usage")
+	e.add(edit{op: opDelete, path: Path{"usage"}})
+	return true
 }

@@ -2,23 +2,21 @@
 // OpenAI and Anthropic APIs well enough to find every text in them and to
 // rewrite those texts without losing anything else.
 //
-// Bodies are decoded into a raw JSON tree (map[string]any, []any, string,
-// json.Number, bool, nil), so unknown fields survive a rewrite. Texts are
-// returned as [Segment]s addressed by a [Path] into that tree. Known body
+// Bodies are decoded in one pass into a raw JSON tree (map[string]any,
+// []any, string, json.Number, bool, nil). Texts are returned as [Segment]s
+// addressed by a [Path] into that tree. A rewrite changes only the bytes of
+// the values it touches in the original body (see Request.Encode): an
+// unchanged body is returned as it came, and a changed one keeps its key
+// order, spacing and unknown fields. Known body
 // kinds extract their text fields by role; every string under a field the
 // kind does not know is still extracted (field-generic), and a body of an
 // unknown kind has all its strings extracted, so no text slips through.
 package wire
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Kind identifies a body format.
@@ -89,37 +87,6 @@ type Segment struct {
 
 // ErrBody is wrapped by every error about a malformed body.
 var ErrBody = errors.New("malformed body")
-
-// decode parses body into a raw tree; it refuses invalid UTF-8 (which JSON
-// decoding would silently replace) and trailing data.
-func decode(body []byte) (any, error) {
-	if !utf8.Valid(body) {
-		return nil, fmt.Errorf("%w: invalid UTF-8", ErrBody)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var root any
-	if err := dec.Decode(&root); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBody, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the JSON value", ErrBody)
-	}
-	return root, nil
-}
-
-// encode writes a tree back to JSON without HTML escaping.
-func encode(root any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(256)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(root); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return b[:len(b)-1], nil // drop the Encoder's newline
-}
 
 // set replaces the string at p in root. It returns false when p does not
 // address a string.
