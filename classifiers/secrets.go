@@ -332,23 +332,49 @@ var stopValues = []string{"password", "changeme", "change_me", "example", "place
 	"redacted", "notasecret", "dummy", "sample", "test1234", "password123", "motdepasse", "required", "optional",
 	"string", "token", "secret_key", "api_key", "process.env", "os.environ", "getenv"}
 
-// stopValuesDot is stopValues with a '.' appended (read only).
-var stopValuesDot = func() []string {
-	out := make([]string, len(stopValues))
-	for i, s := range stopValues {
-		out[i] = s + "."
+// stopIndex indexes stopValues for placeholderValue (read only): exact
+// values, and the stop words by last byte (for "word." anywhere) and, when
+// at least 7 long, by first byte (for the word anywhere).
+var stopIndex = func() (x struct {
+	exact   map[string]bool
+	byLast  [256][]string
+	byFirst [256][]string
+}) {
+	x.exact = map[string]bool{}
+	for _, s := range stopValues {
+		x.exact[s] = true
+		x.byLast[s[len(s)-1]] = append(x.byLast[s[len(s)-1]], s)
+		if len(s) >= 7 {
+			x.byFirst[s[0]] = append(x.byFirst[s[0]], s)
+		}
 	}
-	return out
+	return x
 }()
 
+// placeholderValue reports values that are not secrets: too short, a
+// stop word (equal to one, one followed by '.', or a long one anywhere, all
+// case-insensitive), a template or variable reference, or only mask
+// characters.
 func placeholderValue(v string) bool {
 	if len(v) < 4 {
 		return true
 	}
 	lv := strings.ToLower(v)
-	for i, s := range stopValues {
-		if lv == s || strings.Contains(lv, stopValuesDot[i]) || (len(s) >= 7 && strings.Contains(lv, s)) {
-			return true
+	if stopIndex.exact[lv] {
+		return true
+	}
+	for i := 0; i < len(lv); i++ {
+		if lv[i] == '.' && i > 0 {
+			for _, s := range stopIndex.byLast[lv[i-1]] {
+				if strings.HasSuffix(lv[:i], s) {
+					return true
+				}
+			}
+		}
+		for _, s := range stopIndex.byFirst[lv[i]] {
+			if strings.HasPrefix(lv[i:], s) {
+				return true
+			}
 		}
 	}
 	switch v[0] {
@@ -417,12 +443,12 @@ func genericHit(st *scanState, d *detector, start, end int) {
 	if hi-lo < 8 || hi-lo > 128 {
 		return
 	}
-	v := string(text[lo:hi])
-	if placeholderValue(v) || charClasses(v) < 2 {
+	val := text[lo:hi]
+	if charClasses(val) < 2 {
 		return
 	}
-	h := shannon(v)
-	if h < 3.0 {
+	h := shannon(val)
+	if h < 3.0 || placeholderValue(string(val)) {
 		return
 	}
 	conf := 0.6
@@ -433,7 +459,7 @@ func genericHit(st *scanState, d *detector, start, end int) {
 }
 
 // charClasses counts lower, upper, digit and other characters present.
-func charClasses(v string) int {
+func charClasses[T ~string | ~[]byte](v T) int {
 	var l, u, dg, o int
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {

@@ -561,21 +561,34 @@ func validJWT(t string) bool {
 }
 
 // shannon returns the Shannon entropy of s in bits per byte.
-func shannon(s string) float64 {
-	if s == "" {
+func shannon[T ~string | ~[]byte](s T) float64 {
+	if len(s) == 0 {
 		return 0
 	}
 	var counts [256]int
+	var seen [256]byte // distinct bytes, in order of appearance
+	nd := 0
 	for i := 0; i < len(s); i++ {
-		counts[s[i]]++
+		c := s[i]
+		if counts[c] == 0 {
+			seen[nd] = c
+			nd++
+		}
+		counts[c]++
+	}
+	// Sum in byte order, as a loop over counts would (the floating-point
+	// result depends on the order).
+	ds := seen[:nd]
+	for i := 1; i < len(ds); i++ {
+		for j := i; j > 0 && ds[j-1] > ds[j]; j-- {
+			ds[j-1], ds[j] = ds[j], ds[j-1]
+		}
 	}
 	var e float64
 	n := float64(len(s))
-	for _, c := range counts {
-		if c > 0 {
-			p := float64(c) / n
-			e -= p * math.Log2(p)
-		}
+	for _, c := range ds {
+		p := float64(counts[c]) / n
+		e -= p * math.Log2(p)
 	}
 	return e
 }
