@@ -192,3 +192,42 @@ func BenchmarkPoolTakeRelease(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode measures the model alone over a prefilled context of
+// 1,000 and 600,000 tokens: a quote searches a bounded distance around the
+// PRNG's pick, so the cost per answer token does not grow with the context.
+func BenchmarkDecode(b *testing.B) {
+	for _, n := range []int{1_000, 600_000} {
+		b.Run(fmt.Sprintf("context=%d", n), func(b *testing.B) {
+			o, _ := Preset("incident-2026")
+			o.Faults = nil
+			s, err := New(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			j := s.newJob("chat", "acme", 0)
+			j.prompt = s.tokenize(proseTokens(b, s, n))
+			const maxTokens = 256
+			P := s.opts.PageSize
+			g := &decodeState{s: s, j: j, rec: &RequestRecord{}}
+			s.mu.Lock()
+			g.tIdx = s.internTenant("acme")
+			for range (len(j.prompt) + maxTokens + P - 1) / P {
+				g.pt = append(g.pt, s.pool.take(g.tIdx, j.seq))
+			}
+			g.writeRange(0, j.prompt)
+			s.mu.Unlock()
+			tokens := 0
+			b.ReportAllocs()
+			for i := uint64(0); b.Loop(); i++ {
+				g.rec.Reads = g.rec.Reads[:0]
+				out, finish := g.decode(context.Background(), maxTokens, i, nil)
+				if len(out) == 0 || finish != "stop" {
+					b.Fatalf("%d tokens, finish %q", len(out), finish)
+				}
+				tokens += len(out)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(tokens), "ns/token")
+		})
+	}
+}

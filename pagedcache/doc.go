@@ -22,12 +22,26 @@
 // # The model
 //
 // The "model" is deterministic: it writes the prompt into the pages of its
-// page table, then produces its answer by quoting spans of its context, read
-// back token by token from those pages, at positions chosen by a PRNG seeded
-// with Options.Seed and the prompt. Whatever the pages hold is what the answer
-// says, and every read is recorded: [Server.Request] (or GET
-// /debug/requests/{id}) returns, for a response ID, every page the answer read
-// with the tenant and request that wrote it.
+// page table, then produces its answer by quoting its context, read back
+// token by token from those pages, at positions chosen by a PRNG seeded with
+// Options.Seed and the prompt. Like a real model it quotes whole words: a
+// quote of 3 to 12 tokens (extended to the end of its last word) starts at
+// the start of the word holding the PRNG's pick (or the next one) and ends
+// where a word ends; words are separated by ASCII whitespace, so an e-mail
+// address, a "[[...]]" placeholder or a canary token is quoted whole or not
+// at all. A quote never runs into the next line, never starts with a line's
+// first word when it ends in ':' (the role headers "user:", "system:",
+// "assistant:" of the rendered chat; the quote starts after it), and never
+// crosses from one writer's text to another's (stale pages of different
+// requests, a late write in the middle of a page, a prompt and its answer).
+// Quotes are joined by a space or line break token when neither side has
+// whitespace. An answer ends at a word end within a target of 12 to 64
+// tokens (finish_reason "stop"), or where max_tokens cuts it ("length", which
+// an answer decoded over stale pages always reports, as in the incident); a
+// context with no word the model can reach gets an empty answer. Whatever
+// the pages hold is what the answer says, and every read is recorded:
+// [Server.Request] (or GET /debug/requests/{id}) returns, for a response ID,
+// every page the answer read with the tenant and request that wrote it.
 //
 // # Correct behaviour and faults
 //

@@ -178,13 +178,21 @@ func (g *decodeState) cutAfter(p int) bool {
 	return p+1 == g.ctxLen || g.cls(p)&clsHasNL != 0 || !g.joined(p) || g.cls(p+1)&clsStartNL != 0
 }
 
-// quoteStart returns the first word start at or after pos, within
-// wordSearch tokens. A line's first word ending in ':' is a role header of
-// the rendered chat ("user:", "system:", "assistant:"): the quote starts at
-// the content after it instead.
+// quoteStart returns where a quote picked at pos starts: at the start of
+// the word holding pos (searched back at most wordSearch tokens), else at
+// the next word start (searched ahead as far). A line's first word ending
+// in ':' is a role header of the rendered chat ("user:", "system:",
+// "assistant:"): the quote starts at the content after it instead.
 func (g *decodeState) quoteStart(pos int) (int, bool) {
-	end := min(g.ctxLen, pos+wordSearch)
-	for p := pos; p < end; p++ {
+	from := pos
+	for b := pos; b >= 0 && b > pos-wordSearch; b-- {
+		if g.wordStart(b) {
+			from = b
+			break
+		}
+	}
+	end := min(g.ctxLen, from+wordSearch)
+	for p := from; p < end; p++ {
 		if !g.wordStart(p) {
 			continue
 		}
@@ -192,10 +200,7 @@ func (g *decodeState) quoteStart(pos int) (int, bool) {
 			return p, true
 		}
 		q, ok := g.quoteEnd(p, 1, maxWord) // the line's first word
-		if !ok {
-			continue
-		}
-		if g.cls(q)&clsColon == 0 {
+		if !ok || g.cls(q)&clsColon == 0 {
 			return p, true
 		}
 		p = q
@@ -300,7 +305,7 @@ func (q *quoter) plan(n int) bool {
 				q.done = true
 				return false
 			} else {
-				q.soft, q.budget = false, q.maxTok
+				q.soft, q.budget, q.done = false, q.maxTok, true
 			}
 		}
 		q.pos, q.end, q.sep, q.lastEnd = s, e, sep, e

@@ -56,6 +56,10 @@ func quoteProps(t *testing.T, label, src, answer, finish string) {
 	fields := strings.Fields(answer)
 	for i, w := range fields {
 		if i == len(fields)-1 && finish == "length" && !strings.HasSuffix(answer, w+" ") && !strings.HasSuffix(answer, w+"\n") {
+			// Cut inside a character, the bytes left read as U+FFFD.
+			if w = strings.TrimRight(w, "\uFFFD"); w == "" {
+				continue
+			}
 			found := false
 			for sw := range words {
 				if strings.HasPrefix(sw, w) {
@@ -261,5 +265,40 @@ func TestOversizeQuotesWholeWords(t *testing.T) {
 	}
 	if leaks != 12 {
 		t.Errorf("%d of 12 seeds leaked", leaks)
+	}
+}
+
+// TestQuotesOverLongWords: a word longer than the answer's target is said
+// whole once, or cut by max_tokens; a context whose only word is longer
+// than the model's reach gets an empty answer rather than a fragment.
+func TestQuotesOverLongWords(t *testing.T) {
+	blob := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3", 60) // ~1,400 tokens, no space
+	tests := []struct {
+		name      string
+		content   string
+		maxTokens int
+		empty     bool
+	}{
+		{"one huge word", blob, 200, true},
+		{"one huge word, small max_tokens", blob, 5, true},
+		{"a long word among short ones", "short " + blob[:100] + " tail words here", 200, false},
+		{"a long word cut by max_tokens", "short " + blob[:200] + " tail", 20, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "user: " + tt.content + "\nassistant:"
+			for seed := uint64(1); seed <= 20; seed++ {
+				ts := NewTestServer(t, WithSeed(seed))
+				text, finish, n := post(t, ts, "/v1/chat/completions", map[string]any{
+					"messages": []map[string]string{{"role": "user", "content": tt.content}}, "max_tokens": tt.maxTokens})
+				if tt.empty && (text != "" || finish != "stop" || n != 0) {
+					t.Errorf("seed %d: %q %s %d, want an empty answer", seed, text, finish, n)
+				}
+				if n > tt.maxTokens || (finish == "length") != (n == tt.maxTokens) {
+					t.Errorf("seed %d: %d tokens, finish %q", seed, n, finish)
+				}
+				quoteProps(t, fmt.Sprintf("seed %d", seed), src, text, finish)
+			}
+		})
 	}
 }

@@ -32,7 +32,8 @@ type RequestRecord struct {
 	// PageTable lists the pages the request held, in position order.
 	PageTable []int `json:"page_table"`
 	// Reads lists, in answer order, runs of answer tokens read from one page
-	// and written by one request.
+	// and written by one request. The spaces and line breaks the model puts
+	// between quotes are not read from pages and not listed.
 	Reads []PageRead `json:"reads"`
 	// LateWritesLanded counts token slots of this request's pages that an
 	// aborted request's late write overwrote (FaultAbortReuseRace).
