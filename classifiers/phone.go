@@ -15,18 +15,12 @@ import (
 // candidate, most of it spent on steps that cannot apply to the candidates
 // the engine hands over (digits only: no letters, extensions or formatting)
 // and on looking patterns up by their text in a shared cache. phoneBook
-// performs the same decisions for the country calling codes of the regions
-// aishield targets (1, 32, 33, 34, 39, 41, 44, 49) with libphonenumber's own
-// metadata and patterns, compiled once per region, and defers to
-// phonenumbers for every other case (other calling codes, national numbers
-// starting with an international prefix or the region's calling code, and
-// regions whose metadata uses national prefix transform rules).
+// performs the same decisions with libphonenumber's own metadata and
+// patterns, compiled once per region on first use, and defers to
+// phonenumbers where it does not replicate the library (non-geographic
+// calling codes, regions whose metadata has national prefix transform
+// rules).
 // TestPhoneFastPathMatchesLibrary checks that both give the same answer.
-
-// phoneCountryCodes are the calling codes phoneBook handles itself. They are
-// prefix-free among all calling codes, so the code of an international
-// number starting with one of them is that one.
-var phoneCountryCodes = []string{"1", "32", "33", "34", "39", "41", "44", "49"}
 
 // phoneBook holds per-region validation tables, built on first use. It is
 // safe for concurrent use.
@@ -275,20 +269,25 @@ type phoneNumber struct {
 // international validates the digits that followed a '+'. handled is false
 // when the fast path does not apply and phonenumbers must decide.
 func (b *phoneBook) international(digits string) (num phoneNumber, valid, handled bool) {
-	cc := ""
-	for _, c := range phoneCountryCodes {
-		if strings.HasPrefix(digits, c) {
-			cc = c
+	if len(digits) <= 2 || digits[0] == '0' {
+		return num, false, true // too short after '+', or no calling code
+	}
+	// The calling code: the first of digits[:1], [:2], [:3] that is one
+	// (they are prefix-free).
+	code, cc := 0, ""
+	var regions []string
+	for i := 1; i <= 3; i++ {
+		c, _ := strconv.Atoi(digits[:i])
+		if rs := phonenumbers.GetRegionCodesForCountryCode(c); len(rs) > 0 {
+			code, cc, regions = c, digits[:i], rs
 			break
 		}
 	}
-	if cc == "" || len(digits) <= 2 {
-		return num, false, false
+	if code == 0 {
+		return num, false, true // unknown calling code
 	}
-	code, _ := strconv.Atoi(cc)
-	regions := phonenumbers.GetRegionCodesForCountryCode(code)
-	if len(regions) == 0 {
-		return num, false, false
+	if regions[0] == "001" {
+		return num, false, false // non-geographic entity: phonenumbers decides
 	}
 	main := b.region(regions[0])
 	if !main.ok || main.transform || main.cc != code {

@@ -206,6 +206,8 @@ var (
 func phoneNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
+	// A context word near a range is near the candidate: look it up once.
+	ctxNear := st.hasContext(d, c.start, c.end, 48)
 	c.groupRanges(8, 15, func(a, b int) bool {
 		lo, hi := c.spanOf(a, b)
 		intl := false
@@ -241,10 +243,10 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 				}
 			}
 		}
-		if !intl && !formatted && !st.hasContext(d, lo, hi, 48) {
+		if !intl && !formatted && !(ctxNear && st.hasContext(d, lo, hi, 48)) {
 			return false
 		}
-		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !st.hasContext(d, lo, hi, 48) {
+		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !(ctxNear && st.hasContext(d, lo, hi, 48)) {
 			return false // a slice of a longer number sequence or identifier
 		}
 		if !intl {
