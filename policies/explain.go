@@ -39,6 +39,7 @@ type ExplainDestination struct {
 	Action          Action `json:"action"`
 	BlockAt         string `json:"block_at,omitempty"`
 	MaxInputTokens  int    `json:"max_input_tokens"`
+	Tokenizer       string `json:"tokenizer,omitempty"`
 	Shared          bool   `json:"shared"`
 	Contract        bool   `json:"contract"`
 	IncidentContact string `json:"incident_contact,omitempty"`
@@ -70,7 +71,8 @@ func (p *Policy) Explain(name string) (*Explanation, error) {
 		Destination: ExplainDestination{
 			Name: d.Name, Field: d.Field, BaseURL: d.BaseURL, Provider: d.Provider, Model: d.Model,
 			MaxLevel: d.MaxLevel, Action: d.Action, BlockAt: d.BlockAt, MaxInputTokens: d.MaxInputTokens,
-			Shared: d.Shared, Contract: d.Contract, IncidentContact: d.IncidentContact,
+			Tokenizer: d.Tokenizer,
+			Shared:    d.Shared, Contract: d.Contract, IncidentContact: d.IncidentContact,
 		},
 		Levels:    []ExplainLevel{},
 		Detectors: []ExplainDetector{},
@@ -153,6 +155,9 @@ func (e *Explanation) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  capacity:  %d tokens; larger requests are blocked before sending\n", d.MaxInputTokens)
 	} else {
 		fmt.Fprintf(&b, "  capacity:  unlimited (max_input_tokens not set)\n")
+	}
+	if d.Tokenizer != "" {
+		fmt.Fprintf(&b, "  tokenizer: %s; a reported prompt under 97%% of the exact count is a usage mismatch\n", d.Tokenizer)
 	}
 	infra := "dedicated infrastructure"
 	if d.Shared {

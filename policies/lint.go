@@ -57,6 +57,7 @@ func LintRules() []LintRule {
 		{"shadowed-destination", SeverityWarning, "an earlier destination matches everything this one matches, so Match never selects it"},
 		{"conflicting-mapping", SeverityWarning, "the same detector ID or glob is mapped to two different levels; the earlier rule wins"},
 		{"capacity-unset", SeverityWarning, "a shared destination has no max_input_tokens: over-long requests are not refused before they reach it"},
+		{"tokenizer-mismatch", SeverityWarning, "a destination declares a tiktoken tokenizer but its provider is anthropic, whose models count tokens otherwise: the tight usage check would refuse clean answers"},
 		{"open-default", SeverityWarning, "the default destination accepts the highest level: unknown destinations receive anything"},
 	}
 }
@@ -196,6 +197,14 @@ func Lint(ctx context.Context, p *Policy, opts LintOptions) []Diagnostic {
 		if d.Shared && d.MaxInputTokens == 0 {
 			add("capacity-unset", d.Field+".max_input_tokens",
 				"destination %s is shared but declares no max_input_tokens: set it to the real capacity, not the advertised context", d.Name)
+		}
+	}
+
+	// tokenizer-mismatch
+	for _, d := range p.Destinations {
+		if d.Tokenizer != "" && d.Provider == "anthropic" {
+			add("tokenizer-mismatch", d.Field+".tokenizer",
+				"destination %s is an anthropic one but declares tokenizer %s: remove it (anthropic models do not count with tiktoken encodings)", d.Name, d.Tokenizer)
 		}
 	}
 

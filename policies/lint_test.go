@@ -73,6 +73,13 @@ destinations:
   - {name: x, provider: openai, max_level: a, shared: true}
   - {name: y, provider: local, max_level: a}
 `, []string{"capacity-unset@destinations[0].max_input_tokens"}},
+		{"tokenizer of another provider", `
+levels: [a, b]
+destinations:
+  - {name: x, provider: anthropic, max_level: a, tokenizer: cl100k_base}
+  - {name: y, provider: openai, max_level: a, tokenizer: o200k_base}
+  - {name: z, base_url: "http://127.0.0.1:8000", max_level: a, tokenizer: cl100k_base}
+`, []string{"tokenizer-mismatch@destinations[0].tokenizer"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,6 +76,7 @@ type rawDestination struct {
 	Action          string `mapstructure:"action"`
 	BlockAt         string `mapstructure:"block_at"`
 	MaxInputTokens  int    `mapstructure:"max_input_tokens"`
+	Tokenizer       string `mapstructure:"tokenizer"`
 	Shared          bool   `mapstructure:"shared"`
 	Contract        bool   `mapstructure:"contract"`
 	IncidentContact string `mapstructure:"incident_contact"`
@@ -565,8 +566,12 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 func (t *translator) destination(f string, r rawDestination) *Destination {
 	d := &Destination{
 		Name: r.Name, BaseURL: r.BaseURL, Provider: strings.ToLower(r.Provider), Model: r.Model,
-		MaxInputTokens: r.MaxInputTokens, Shared: r.Shared, Contract: r.Contract,
+		MaxInputTokens: r.MaxInputTokens, Tokenizer: r.Tokenizer, Shared: r.Shared, Contract: r.Contract,
 		IncidentContact: r.IncidentContact, Field: f,
+	}
+	if d.Tokenizer != "" && !slices.Contains(Tokenizers(), d.Tokenizer) {
+		t.add(f+".tokenizer", "invalid-value", "tokenizer is one of %s, not %q (leave it out when the destination's tokenizer is unknown)",
+			strings.Join(Tokenizers(), ", "), d.Tokenizer)
 	}
 	if d.Name == "" {
 		t.add(f+".name", "required", "a destination needs a name")

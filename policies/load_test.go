@@ -164,6 +164,7 @@ func TestParseErrors(t *testing.T) {
 		{"reserved destination name", "levels: [a]\ndestinations:\n  - {name: default, provider: p, max_level: a}\n", "destinations[0].name", "invalid-value", ""},
 		{"bad base url", "levels: [a]\ndestinations:\n  - {name: x, base_url: 'ftp://h', max_level: a}\n", "destinations[0].base_url", "invalid-value", ""},
 		{"negative capacity", "levels: [a]\ndestinations:\n  - {name: x, provider: p, max_level: a, max_input_tokens: -1}\n", "destinations[0].max_input_tokens", "invalid-value", ""},
+		{"unknown tokenizer", "levels: [a]\ndestinations:\n  - {name: x, provider: p, max_level: a, tokenizer: gpt2}\n", "destinations[0].tokenizer", "invalid-value", ""},
 		{"block_at below max", "levels: [a, b]\ndestinations:\n  - {name: x, provider: p, max_level: b, action: redact, block_at: a}\n", "destinations[0].block_at", "invalid-value", ""},
 		{"custom id", "levels: [a]\ncustom:\n  - {id: apollo, keywords: [Apollo], level: a}\n", "custom[0].id", "invalid-value", ""},
 		{"custom without match", "levels: [a]\ncustom:\n  - {id: custom.x, level: a}\n", "custom[0]", "required", ""},

@@ -172,6 +172,13 @@ type Destination struct {
 	// cache, not its advertised context); larger requests are blocked.
 	// 0 means unlimited.
 	MaxInputTokens int
+	// Tokenizer, when set, declares that the destination counts tokens
+	// with this tiktoken encoding (one of [Tokenizers]): the guard then
+	// counts the request exactly with it, and a usage.prompt_tokens below
+	// 97% of that count (a silently truncated prompt) is an
+	// inbound.usage_mismatch. "" (unknown tokenizer) keeps the verifier's
+	// loose check (prompt tokens far below a lower bound).
+	Tokenizer string
 	// Shared says the destination's infrastructure serves other customers.
 	Shared bool
 	// Contract says a contract (data processing agreement) covers it.
@@ -181,6 +188,9 @@ type Destination struct {
 	// Field is the destination's place in the file.
 	Field string
 }
+
+// Tokenizers are the values a destination's tokenizer may take.
+func Tokenizers() []string { return []string{"o200k_base", "cl100k_base"} }
 
 // matchable reports whether Match can select the destination: a destination
 // without any criterion is only reachable by name.
