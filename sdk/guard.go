@@ -66,6 +66,14 @@ type Options struct {
 	Encoding string
 	// Now returns the current time for the audit trail; nil means time.Now.
 	Now func() time.Time
+	// NoStreamUsage leaves streamed OpenAI chat and completions requests
+	// as they are. By default the guard adds stream_options.include_usage
+	// to those that do not ask for usage, so that the provider reports the
+	// prompt tokens it counted (inbound.usage_mismatch needs them), and
+	// removes the usage chunk from what the caller receives: the caller
+	// sees exactly the stream it asked for. Set it only for a provider
+	// that refuses stream_options.
+	NoStreamUsage bool
 }
 
 // Guard enforces a policy on requests and verifies responses. Every door
@@ -80,6 +88,7 @@ type Guard struct {
 	timeout    time.Duration
 	counter    *tokens.Counter
 	now        func() time.Time
+	noUsage    bool
 }
 
 // New builds a Guard. It fails when the policy is missing, the forced
@@ -96,6 +105,7 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		timeout:    opts.Timeout,
 		counter:    &tokens.Counter{Encoding: opts.Encoding},
 		now:        opts.Now,
+		noUsage:    opts.NoStreamUsage,
 	}
 	if opts.Destination != "" {
 		d, ok := opts.Policy.Destination(opts.Destination)
@@ -180,6 +190,9 @@ type Exchange struct {
 	verdict  string
 	status   int
 	failNote string
+	// stripUsage: the guard asked for stream usage the caller did not ask
+	// for; its chunk is removed from the stream.
+	stripUsage bool
 }
 
 // newID returns 16 random hex digits.
@@ -348,6 +361,9 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 			return fail("verify", err)
 		}
 		x.session = sess
+	}
+	if !g.noUsage && wr.AskStreamUsage() {
+		x.stripUsage, changed = true, true
 	}
 	if changed {
 		body, err := wr.Encode()

@@ -117,6 +117,16 @@ func (f *streamFilter) step() {
 		return
 	}
 	f.track(se)
+	modified := false
+	if f.x.stripUsage {
+		if se.UsageOnly() {
+			// Asked for by the guard, not by the caller: verified
+			// (track) but not delivered.
+			f.release(false)
+			return
+		}
+		modified = se.DropNullUsage()
+	}
 	ended := func(ch string) bool {
 		if se.EndsAll {
 			return true
@@ -145,7 +155,6 @@ func (f *streamFilter) step() {
 	}
 	var sigs []inbound.Signal
 	var text strings.Builder
-	modified := false
 	for i, seg := range se.Segments {
 		src := seg.Text
 		if seg.Channel != "" {
