@@ -238,7 +238,7 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 		conf = 1
 	}
 	if st.out == nil {
-		est := len(st.text)/1024 + 16
+		est := len(st.text)/128 + 16
 		st.out = make([]rawFinding, 0, est)
 		st.arena = make([]byte, 0, est*48)
 		st.norms = make([]byte, 0, est*24)

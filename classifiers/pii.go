@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"bytes"
 	"net/netip"
 	"strings"
 
@@ -257,11 +258,16 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		}
 		res, ok := st.phones[string(key)]
 		if !ok {
-			res = st.s.checkPhone(string(digits), intl)
+			k := string(key)
+			ds := k
+			if intl {
+				ds = k[1:]
+			}
+			res = st.s.checkPhone(ds, intl)
 			if st.phones == nil {
 				st.phones = make(map[string]phoneResult)
 			}
-			st.phones[string(key)] = res
+			st.phones[k] = res
 		}
 		if !res.valid {
 			return false
@@ -513,8 +519,8 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	// the candidate then starts at the sex digit and we read the rest here.
 	g0 := c.groups[0]
 	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
-		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " ."); ok && validNIR(v) && strings.ContainsAny(v, "AB") {
-			st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
+		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " .", buf[:0]); ok && bytes.ContainsAny(v, "AB") && validNIR(v) {
+			st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return
 		}
 	}
@@ -537,8 +543,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 
 // readCompact reads n alphanumerics from text[lo:], skipping single
 // separators from seps, and returns the span and the upper-cased value.
-func readCompact(text []byte, lo, n int, seps string) (int, int, string, bool) {
-	var buf [16]byte
+func readCompact(text []byte, lo, n int, seps string, buf []byte) (int, int, []byte, bool) {
 	out := buf[:0]
 	i := lo
 	for i < len(text) && len(out) < n {
@@ -553,13 +558,13 @@ func readCompact(text []byte, lo, n int, seps string) (int, int, string, bool) {
 		case strings.IndexByte(seps, ch) >= 0 && i+1 < len(text) && isAlnum(text[i+1]) && len(out) > 0:
 			i++
 		default:
-			return 0, 0, "", false
+			return 0, 0, nil, false
 		}
 	}
 	if len(out) != n || (i < len(text) && isWordByte(text[i])) {
-		return 0, 0, "", false
+		return 0, 0, nil, false
 	}
-	return lo, i, string(out), true
+	return lo, i, out, true
 }
 
 // contextNumeric is the shape of the numbers that are too ambiguous alone
@@ -614,11 +619,12 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if lo < 0 || !isAlpha(text[lo]) {
 		return // validNINO needs a letter first
 	}
-	start, hi, v, ok := readCompact(text, lo, 9, " ")
-	if !ok || !validNINO(v) || (start > 0 && isWordByte(text[start-1])) {
+	var buf [16]byte
+	start, hi, v, ok := readCompact(text, lo, 9, " ", buf[:0])
+	if !ok || !validNINO(string(v)) || (start > 0 && isWordByte(text[start-1])) {
 		return
 	}
-	st.emitString(d.idx, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
+	st.emit(d.idx, start, hi, st.conf(d, 0.8, start, hi), v, d.mask)
 }
 
 // ---- Spanish DNI / NIE ----

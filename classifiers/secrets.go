@@ -117,15 +117,15 @@ func secretDetectors() []*detector {
 		{id: "secret.github_token", cat: CategorySecret, desc: "GitHub token (ghp_/gho_/ghu_/ghs_/ghr_ with CRC32 checksum verified; github_pat_ fine-grained)",
 			keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, after: 90,
 			window: regexWindow(gh, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
-				v := string(st.text[lo:hi])
+				v := st.text[lo:hi]
 				conf := 0.9
-				if !strings.HasPrefix(v, "github_pat_") {
+				if !bytes.HasPrefix(v, []byte("github_pat_")) {
 					if !validGitHubToken(v) {
 						return
 					}
 					conf = 0.99
 				}
-				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(4))
+				st.emit(d.idx, lo, hi, conf, v, maskPrefix(4))
 			})},
 		{id: "secret.gitlab_token", cat: CategorySecret, desc: "GitLab token (glpat-, gldt-, glrt-, glptt-, … with an entropy floor)",
 			keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-"}, after: 100,

@@ -56,7 +56,7 @@ func validatorFunc(name string) func(string) bool {
 	case "eth_address":
 		return func(v string) bool { ok, _ := validEthAddress(v); return ok }
 	case "github_token":
-		return validGitHubToken
+		return validGitHubToken[string]
 	case "jwt":
 		return validJWT
 	case "entropy":
@@ -506,7 +506,7 @@ func base62CRC32(s string) string {
 }
 
 // base62CRC32Array is base62CRC32 without allocating.
-func base62CRC32Array(s string) [6]byte {
+func base62CRC32Array[T ~string | ~[]byte](s T) [6]byte {
 	n := crc32.ChecksumIEEE([]byte(s))
 	var out [6]byte
 	for i := 5; i >= 0; i-- {
@@ -519,8 +519,14 @@ func base62CRC32Array(s string) [6]byte {
 // validGitHubToken checks the checksum of GitHub's token formats introduced
 // in 2021 (ghp_, gho_, ghu_, ghs_, ghr_ + 30 random + 6 checksum characters):
 // the last six characters are the base62 CRC32 of the random part.
-func validGitHubToken(t string) bool {
-	i := strings.IndexByte(t, '_')
+func validGitHubToken[T ~string | ~[]byte](t T) bool {
+	i := -1
+	for k := 0; k < len(t); k++ {
+		if t[k] == '_' {
+			i = k
+			break
+		}
+	}
 	if i < 0 || len(t)-i-1 != 36 {
 		return false
 	}
@@ -531,7 +537,7 @@ func validGitHubToken(t string) bool {
 		}
 	}
 	sum := base62CRC32Array(body[:30])
-	return string(sum[:]) == body[30:]
+	return string(sum[:]) == string(body[30:])
 }
 
 // validJWT decodes a JWT's header: base64url JSON with an "alg" member, and
