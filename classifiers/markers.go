@@ -2,7 +2,6 @@ package classifiers
 
 import (
 	"bytes"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,14 +32,13 @@ var classificationLabels = []string{"classification", "classified", "sensitivity
 	"confidentialité", "mention", "klassifizierung", "einstufung", "clasificación", "clasificacion", "classificazione", "status"}
 
 func markerDetectors() []*detector {
-	tlp := regexp.MustCompile(`(?i)TLP ?: ?(AMBER\+STRICT|RED|AMBER|GREEN|CLEAR|WHITE)`)
 	return []*detector{
 		{id: "marker.classification", cat: CategoryMarker,
 			desc:     "Confidentiality banner (CONFIDENTIAL, INTERNAL USE ONLY, SECRET//NOFORN, Confidentiel, Diffusion restreinte, Vertraulich, Confidencial, Riservato…) in capitals, after a label, or alone on its line",
 			keywords: classificationBanners, hit: bannerHit},
 		{id: "marker.tlp", cat: CategoryMarker, desc: "Traffic Light Protocol 2.0 label (TLP:RED, TLP:AMBER+STRICT, TLP:AMBER, TLP:GREEN, TLP:CLEAR; TLP 1.0 WHITE too)",
 			keywords: []string{"tlp"}, after: 20,
-			window: regexWindow(tlp, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, m []int) {
+			window: matchWindow(findTLP, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, m []int) {
 				color := strings.ToUpper(string(st.text[m[2]:m[3]]))
 				conf := 0.95
 				if color == "WHITE" {
@@ -49,6 +47,55 @@ func markerDetectors() []*detector {
 				st.emitString(d.idx, lo, hi, conf, "TLP:"+color, maskLabel)
 			})},
 	}
+}
+
+// tlpColors are the alternatives of (?i)TLP ?: ?(AMBER\+STRICT|RED|AMBER|
+// GREEN|CLEAR|WHITE), in the order a regexp tries them.
+var tlpColors = []string{"amber+strict", "red", "amber", "green", "clear", "white"}
+
+// findTLP matches (?i)TLP ?: ?(AMBER\+STRICT|RED|AMBER|GREEN|CLEAR|WHITE)
+// as regexp does: case folding includes U+017F (long s, which folds to s),
+// the only non-ASCII letter folding to one of these letters.
+func findTLP(text []byte, pos, hi int, m []int) []int {
+	for s := pos; s+3 <= hi; s++ {
+		if text[s]|0x20 != 't' || text[s+1]|0x20 != 'l' || text[s+2]|0x20 != 'p' {
+			continue
+		}
+		i := s + 3
+		if i < hi && text[i] == ' ' {
+			i++
+		}
+		if i >= hi || text[i] != ':' {
+			continue
+		}
+		i++
+		if i < hi && text[i] == ' ' {
+			i++
+		}
+		for _, c := range tlpColors {
+			if e, ok := foldPrefix(text[:hi], i, c); ok {
+				return append(m, s, e, i, e)
+			}
+		}
+	}
+	return nil
+}
+
+// foldPrefix matches lower-case ASCII word w at text[i:] case-insensitively
+// as (?i) does and returns the end of the match.
+func foldPrefix(text []byte, i int, w string) (int, bool) {
+	for k := 0; k < len(w); k++ {
+		c := w[k]
+		switch {
+		case i < len(text) && (text[i] == c || (isAlpha(c) && text[i] == c-('a'-'A'))):
+			i++
+		case c == 's' && i+1 < len(text) && text[i] == 0xC5 && text[i+1] == 0xBF: // ſ
+			i += 2
+		default:
+			return 0, false
+		}
+	}
+	return i, true
 }
 
 // bannerHit decides whether a banner keyword is a marking: written in

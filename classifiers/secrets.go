@@ -43,6 +43,61 @@ func regexWindow(re *regexp.Regexp, g int, token func(byte) bool, fn func(st *sc
 	}
 }
 
+// matchWindow is regexWindow for a hand-written matcher: find returns the
+// leftmost match in text[pos:hi] as absolute submatch indices (appended to
+// m[:0]), exactly as FindSubmatchIndex would, or nil.
+func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	return func(st *scanState, d *detector, lo, hi int) {
+		text := st.text
+		var mb [4]int
+		pos := lo
+		for pos < hi {
+			m := find(text, pos, hi, mb[:0])
+			if m == nil {
+				return
+			}
+			s, e := m[2*g], m[2*g+1]
+			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+				pos = m[0] + 1
+				if g == 0 {
+					for pos < hi && token(text[pos]) {
+						pos++
+					}
+				}
+				continue
+			}
+			fn(st, d, s, e, m)
+			pos = max(m[1], m[0]+1)
+		}
+	}
+}
+
+// findGitHubToken matches gh[pousr]_[A-Za-z0-9]{36} or
+// github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59} (the two cannot start at the
+// same offset).
+func findGitHubToken(text []byte, pos, hi int, m []int) []int {
+	alnumRun := func(i, n int) bool {
+		for k := i; k < i+n; k++ {
+			if !isAlnum(text[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	for s := pos; s+40 <= hi; s++ {
+		if text[s] != 'g' {
+			continue
+		}
+		if text[s+1] == 'h' && strings.IndexByte("pousr", text[s+2]) >= 0 && text[s+3] == '_' && alnumRun(s+4, 36) {
+			return append(m, s, s+40)
+		}
+		if s+93 <= hi && string(text[s:s+11]) == "github_pat_" && alnumRun(s+11, 22) && text[s+33] == '_' && alnumRun(s+34, 59) {
+			return append(m, s, s+93)
+		}
+	}
+	return nil
+}
+
 func isTokenByte(b byte) bool  { return isWordByte(b) || b == '-' }
 func isBase64Byte(b byte) bool { return isAlnum(b) || b == '+' || b == '/' || b == '=' }
 func isB64URLByte(b byte) bool { return isAlnum(b) || b == '_' || b == '-' }
@@ -79,7 +134,6 @@ var ctxSecret = []string{"key", "secret", "token", "password", "mot de passe", "
 func secretDetectors() []*detector {
 	awsID := regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
 	awsSecret := regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
-	gh := regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}`)
 	gl := regexp.MustCompile(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent)-[A-Za-z0-9_.-]{20,90}`)
 	slack := regexp.MustCompile(`xox[abposer]-[0-9]{6,15}-[0-9A-Za-z-]{8,200}|xapp-[0-9]-[A-Z0-9]{8,}-[0-9]{6,}-[a-f0-9]{32,}`)
 	slackHook := regexp.MustCompile(`https://hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
@@ -116,7 +170,7 @@ func secretDetectors() []*detector {
 			})},
 		{id: "secret.github_token", cat: CategorySecret, desc: "GitHub token (ghp_/gho_/ghu_/ghs_/ghr_ with CRC32 checksum verified; github_pat_ fine-grained)",
 			keywords: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, after: 90,
-			window: regexWindow(gh, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
+			window: matchWindow(findGitHubToken, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := st.text[lo:hi]
 				conf := 0.9
 				if !bytes.HasPrefix(v, []byte("github_pat_")) {

@@ -1,0 +1,60 @@
+package classifiers
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The hand-written matchers replace regular expressions in hot windows;
+// they must find exactly what the expressions find.
+func TestMatchersEqualRegexps(t *testing.T) {
+	cases := []struct {
+		name  string
+		re    *regexp.Regexp
+		find  func(text []byte, pos, hi int, m []int) []int
+		parts []string
+	}{
+		{"github", regexp.MustCompile(`gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}`), findGitHubToken,
+			[]string{"gh", "ghp_", "gho_", "ghx_", "github_pat_", "_", "aB3", "Z9", "0", "-", " ", "g", "h"}},
+		{"tlp", regexp.MustCompile(`(?i)TLP ?: ?(AMBER\+STRICT|RED|AMBER|GREEN|CLEAR|WHITE)`), findTLP,
+			[]string{"TLP", "tlp", "TlP", ":", " ", "AMBER", "amber", "+STRICT", "+ſtrict", "+ST", "RED", "Red", "GREEN", "CLEAR", "WHITE", "white", "x", "ſ", "K"}},
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range cases {
+		found := 0
+		for k := 0; k < 200000; k++ {
+			var b strings.Builder
+			for n := r.IntN(40); n > 0; n-- {
+				if c.name == "github" && r.IntN(4) == 0 {
+					for j := r.IntN(70); j > 0; j-- {
+						b.WriteByte("aZ09bY"[r.IntN(6)])
+					}
+					continue
+				}
+				b.WriteString(c.parts[r.IntN(len(c.parts))])
+			}
+			text := []byte(b.String())
+			pos := r.IntN(len(text) + 1)
+			hi := pos + r.IntN(len(text)-pos+1)
+			want := c.re.FindSubmatchIndex(text[pos:hi])
+			for i := range want {
+				if want[i] >= 0 {
+					want[i] += pos
+				}
+			}
+			got := c.find(text, pos, hi, nil)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: %q[%d:%d]: got %v, want %v", c.name, text, pos, hi, got, want)
+			}
+			if got != nil {
+				found++
+			}
+		}
+		if found < 1000 {
+			t.Errorf("%s: only %d matches: the generator does not exercise the matcher", c.name, found)
+		}
+	}
+}
