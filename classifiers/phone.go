@@ -50,6 +50,7 @@ type phoneRegion struct {
 type phoneDesc struct {
 	lens []int32
 	re   *regexp.Regexp
+	dfa  *digitDFA // the same pattern as a DFA over digits, when it has one
 }
 
 func (d *phoneDesc) match(nsn string) bool {
@@ -65,7 +66,16 @@ func (d *phoneDesc) match(nsn string) bool {
 			return false
 		}
 	}
-	return d.re.MatchString(nsn)
+	return d.full(nsn)
+}
+
+// full reports whether the digit string s matches the pattern (lengths
+// not checked).
+func (d *phoneDesc) full(s string) bool {
+	if d.dfa != nil {
+		return d.dfa.match(s)
+	}
+	return d.re.MatchString(s)
 }
 
 func newPhoneBook() *phoneBook { return &phoneBook{regions: map[string]*phoneRegion{}} }
@@ -127,7 +137,7 @@ func buildPhoneRegion(id string) *phoneRegion {
 	}
 	desc := func(d *phonenumbers.PhoneNumberDesc) (phoneDesc, bool) {
 		re := compile("^(?:" + d.GetNationalNumberPattern() + ")$")
-		return phoneDesc{lens: d.GetPossibleLength(), re: re}, re != nil
+		return phoneDesc{lens: d.GetPossibleLength(), re: re, dfa: compileDigitDFA(d.GetNationalNumberPattern())}, re != nil
 	}
 	g, ok := desc(m.GetGeneralDesc())
 	if !ok {
@@ -223,7 +233,7 @@ func (r *phoneRegion) stripNP(n string) string {
 		return n
 	}
 	p := n[end:]
-	if r.general.re.MatchString(n) && !r.general.re.MatchString(p) {
+	if r.general.full(n) && !r.general.full(p) {
 		return n
 	}
 	return p
@@ -348,7 +358,7 @@ func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled
 		// The region's calling code without '+': Parse drops it when
 		// the number is only valid, or only short enough, without it.
 		p := r.stripNP(digits[len(r.ccStr):])
-		if (!r.general.re.MatchString(digits) && r.general.re.MatchString(p)) || r.tooLong(digits) {
+		if (!r.general.full(digits) && r.general.full(p)) || r.tooLong(digits) {
 			national = p
 			if parseRegion = b.mainRegion(r.cc); parseRegion == nil {
 				return num, false, false

@@ -3,6 +3,7 @@ package classifiers
 import (
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -161,4 +162,63 @@ func TestPhoneFastPathMatchesLibrary(t *testing.T) {
 		t.Errorf("only %d of %d samples are valid numbers: the generator does not exercise validation", valid, n)
 	}
 	t.Logf("%d samples, %d valid, %d mismatches", n, valid, bad)
+}
+
+// TestDigitDFA checks every national number pattern of libphonenumber's
+// metadata: the DFA accepts exactly the digit strings the regexp accepts.
+func TestDigitDFA(t *testing.T) {
+	coll, err := phonenumbers.MetadataCollection()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	n := 200
+	if testing.Short() {
+		n = 40
+	}
+	built, accepted := 0, 0
+	for _, m := range coll.GetMetadata() {
+		for _, d := range []*phonenumbers.PhoneNumberDesc{m.GetGeneralDesc(), m.GetFixedLine(), m.GetMobile(), m.GetTollFree(),
+			m.GetPremiumRate(), m.GetSharedCost(), m.GetVoip(), m.GetPersonalNumber(), m.GetPager(), m.GetUan(), m.GetVoicemail()} {
+			if d == nil {
+				continue
+			}
+			pat := d.GetNationalNumberPattern()
+			dfa := compileDigitDFA(pat)
+			if dfa == nil {
+				continue
+			}
+			built++
+			re := regexp.MustCompile("^(?:" + pat + ")$")
+			samples := []string{"", d.GetExampleNumber()}
+			for k := 0; k < n; k++ {
+				b := []byte(d.GetExampleNumber())
+				if len(b) == 0 || r.IntN(3) == 0 {
+					b = make([]byte, 1+r.IntN(17))
+					for i := range b {
+						b[i] = byte('0' + r.IntN(10))
+					}
+				} else {
+					for j := 1 + r.IntN(3); j > 0; j-- {
+						b[r.IntN(len(b))] = byte('0' + r.IntN(10))
+					}
+					if r.IntN(4) == 0 {
+						b = b[:r.IntN(len(b))]
+					}
+				}
+				samples = append(samples, string(b))
+			}
+			for _, s := range samples {
+				if got, want := dfa.match(s), re.MatchString(s); got != want {
+					t.Fatalf("%s %q on %q: dfa %v, regexp %v", m.GetId(), pat, s, got, want)
+				} else if got {
+					accepted++
+				}
+			}
+		}
+	}
+	if built < 1000 || accepted < 1000 {
+		t.Fatalf("built %d DFAs, %d accepted samples: too few to mean anything", built, accepted)
+	}
+	t.Logf("%d patterns as DFAs, %d accepted samples", built, accepted)
 }
