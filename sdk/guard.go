@@ -87,6 +87,7 @@ type Guard struct {
 	audit      *AuditLog
 	timeout    time.Duration
 	counter    *tokens.Counter
+	counters   map[string]*tokens.Counter // per declared destination tokenizer
 	now        func() time.Time
 	noUsage    bool
 }
@@ -106,6 +107,12 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		counter:    &tokens.Counter{Encoding: opts.Encoding},
 		now:        opts.Now,
 		noUsage:    opts.NoStreamUsage,
+	}
+	g.counters = map[string]*tokens.Counter{}
+	for _, d := range append(append([]*policies.Destination(nil), opts.Policy.Destinations...), opts.Policy.Default) {
+		if d != nil && d.Tokenizer != "" && g.counters[d.Tokenizer] == nil {
+			g.counters[d.Tokenizer] = &tokens.Counter{Encoding: d.Tokenizer}
+		}
 	}
 	if opts.Destination != "" {
 		d, ok := opts.Policy.Destination(opts.Destination)
@@ -193,6 +200,11 @@ type Exchange struct {
 	// stripUsage: the guard asked for stream usage the caller did not ask
 	// for; its chunk is removed from the stream.
 	stripUsage bool
+	// tokenizer counts like the destination (declared by its policy
+	// tokenizer), nil when unknown; prompt are the prompt texts as sent
+	// (what the provider counts in usage.prompt_tokens).
+	tokenizer *tokens.Counter
+	prompt    []string
 }
 
 // newID returns 16 random hex digits.
@@ -283,7 +295,12 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	}
 	// Capacity first: a request over the destination's real capacity is
 	// refused without paying for its classification.
-	count, err := g.counter.Check(texts, d.MaxInputTokens)
+	counter := g.counter
+	if c := g.counters[d.Tokenizer]; c != nil {
+		counter = c
+		x.tokenizer = c
+	}
+	count, err := counter.Check(texts, d.MaxInputTokens)
 	if err != nil {
 		return fail("tokens", err)
 	}
@@ -364,6 +381,13 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	}
 	if !g.noUsage && wr.AskStreamUsage() {
 		x.stripUsage, changed = true, true
+	}
+	if x.tokenizer != nil {
+		for _, s := range wr.Segments {
+			if s.Role != "" {
+				x.prompt = append(x.prompt, s.Text)
+			}
+		}
 	}
 	if changed {
 		body, err := wr.Encode()

@@ -154,6 +154,11 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		changed = changed || res.restored > 0
 		all.WriteString(res.text)
 	}
+	end := inbound.End{Model: resp.Model, FinishReason: resp.FinishReason, HasUsage: resp.Usage.Present,
+		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	if resp.ID != "" {
+		end.IDs = []string{resp.ID}
+	}
 	if x.session != nil {
 		s1, err := safeCall(func() ([]inbound.Signal, error) {
 			return x.session.Write(ctx, inbound.Delta{Text: all.String(), ID: resp.ID, Model: resp.Model})
@@ -161,17 +166,17 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		if err != nil {
 			return fail("verify", err)
 		}
-		end := inbound.End{Model: resp.Model, FinishReason: resp.FinishReason, HasUsage: resp.Usage.Present,
-			PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
-		if resp.ID != "" {
-			end.IDs = []string{resp.ID}
-		}
 		s2, err := safeCall(func() ([]inbound.Signal, error) { return x.session.Close(ctx, end) })
 		if err != nil {
 			return fail("verify", err)
 		}
 		sigs = append(append(sigs, s1...), s2...)
 	}
+	s3, err := x.tightUsage(end, sigs)
+	if err != nil {
+		return fail("verify", err)
+	}
+	sigs = append(sigs, s3...)
 	if blocking := x.apply(sigs); len(blocking) > 0 {
 		x.settle(true)
 		return nil, x.contamination(blocking)

@@ -359,6 +359,12 @@ func (f *streamFilter) closeSession() {
 		}
 		sigs = s
 	}
+	tight, err := f.x.tightUsage(f.end, sigs)
+	if err != nil && !f.failOpen("verify") {
+		f.cutGuard("verify", err)
+		return
+	}
+	sigs = append(sigs, tight...)
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
 		f.cut(f.x.contamination(blocking))
 		return

@@ -1,0 +1,74 @@
+package sdk
+
+import (
+	"fmt"
+
+	"github.com/aishield/aishield/internal/tokens"
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// TightUsageRatio is the share of the exact local token count of the
+// prompt below which a provider's usage.prompt_tokens is a usage mismatch,
+// for a destination whose policy declares its tokenizer
+// (policies.Destination.Tokenizer). The provider counts the same texts with
+// the same encoding plus its chat template's role and separator tokens, so
+// an honest count is at or above the local one; it may fall short only where
+// a text boundary merges two tokens, which the check allows one token per
+// prompt text for. A prompt silently truncated to fit (an engine keeping
+// only its last tokens) falls far below. Destinations with an unknown
+// tokenizer keep the verifier's loose check (sdk/verify's UsageRatio of a
+// lower bound), which catches a dropped prompt but not a truncated one.
+const TightUsageRatio = 0.97
+
+// tightUsage checks the provider's prompt token count against the exact
+// local count of the prompt as sent, when the destination declared its
+// tokenizer. prior are the signals already found (a usage mismatch the
+// verifier reported is not reported twice).
+func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
+	if x.tokenizer == nil || len(x.prompt) == 0 || !end.HasUsage ||
+		x.g.policy.Inbound.Action(inbound.SignalUsageMismatch) == policies.SignalOff {
+		return nil, nil
+	}
+	for _, s := range prior {
+		if s.ID == inbound.SignalUsageMismatch {
+			return nil, nil
+		}
+	}
+	reported := float64(end.PromptTokens)
+	slack := float64(len(x.prompt))
+	// The bounds decide most cases without tokenizing: an honest count at
+	// or above the ratio of the upper bound, or a count short of the ratio
+	// of the lower bound.
+	lower, upper := 0, 0
+	for _, t := range x.prompt {
+		l, u := tokens.Bounds(t)
+		lower += l
+		upper += u
+	}
+	if reported+slack >= TightUsageRatio*float64(upper) {
+		return nil, nil
+	}
+	n, exact := lower, false
+	if reported+slack >= TightUsageRatio*float64(lower) {
+		n, exact = 0, true
+		for _, t := range x.prompt {
+			k, err := x.tokenizer.Exact(t)
+			if err != nil {
+				return nil, err
+			}
+			n += k
+		}
+		if reported+slack >= TightUsageRatio*float64(n) {
+			return nil, nil
+		}
+	}
+	what := "exactly"
+	if !exact {
+		what = "at least"
+	}
+	enc := x.tokenizer.Encoding
+	return []inbound.Signal{{ID: inbound.SignalUsageMismatch, Confidence: 0.95,
+		Message: fmt.Sprintf("the provider counted %d prompt tokens for a prompt of %s %d %s tokens (the destination's tokenizer): it did not process the whole prompt (truncated or dropped)",
+			end.PromptTokens, what, n, enc)}}, nil
+}
