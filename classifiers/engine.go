@@ -66,6 +66,7 @@ type scanState struct {
 	norms  []byte                 // normalised values of out, hashed at the end
 	norm   []byte                 // emitString's copy of its string
 	phones map[string]phoneResult // per-scan memo of phone validation
+	hcache [512]hashEntry         // recent hashed values (hashNorm)
 }
 
 // rawFinding is a finding while its chunk is scanned: 40 bytes instead of a
@@ -256,15 +257,31 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 }
 
 // hashNorm appends the hex HMAC of r's normalised value to the arena and
-// returns where it starts.
+// returns where it starts. Values repeat (the same address, label or number
+// many times in one text): a small cache of recent values, compared byte
+// for byte, reuses their hash.
 func (st *scanState) hashNorm(r *rawFinding) int32 {
+	v := st.norms[r.nLo:r.nHi]
+	h := uint32(2166136261) // FNV-1a
+	for _, c := range v {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	e := &st.hcache[h%uint32(len(st.hcache))]
+	if e.at > 0 && string(st.norms[e.nLo:e.nHi]) == string(v) {
+		return e.at - 1
+	}
 	at := int32(len(st.arena))
 	st.mac.Reset()
-	st.mac.Write(st.norms[r.nLo:r.nHi])
+	st.mac.Write(v)
 	sum := st.mac.Sum(st.sum[:0])
 	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
+	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at + 1}
 	return at
 }
+
+// hashEntry caches the hash of norms[nLo:nHi] at arena offset at-1 (0 is
+// an empty entry).
+type hashEntry struct{ nLo, nHi, at int32 }
 
 // emitString is emit with a normalised value held in a string.
 func (st *scanState) emitString(who int, start, end int, conf float64, norm string, mask maskFunc) {

@@ -571,7 +571,10 @@ func shannon[T ~string | ~[]byte](s T) float64 {
 	if len(s) == 0 {
 		return 0
 	}
-	var counts [256]int
+	if len(s) > 0xFFFF {
+		return shannonLong(s)
+	}
+	var counts [256]uint16
 	var seen [256]byte // distinct bytes, in order of appearance
 	nd := 0
 	for i := 0; i < len(s); i++ {
@@ -595,6 +598,23 @@ func shannon[T ~string | ~[]byte](s T) float64 {
 	for _, c := range ds {
 		p := float64(counts[c]) / n
 		e -= p * math.Log2(p)
+	}
+	return e
+}
+
+// shannonLong is shannon for inputs too long for 16-bit counts.
+func shannonLong[T ~string | ~[]byte](s T) float64 {
+	var counts [256]int
+	for i := 0; i < len(s); i++ {
+		counts[s[i]]++
+	}
+	var e float64
+	n := float64(len(s))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			e -= p * math.Log2(p)
+		}
 	}
 	return e
 }
