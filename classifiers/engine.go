@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"hash"
 	"slices"
-	"sort"
 )
 
 // detector is one built-in detector. It is immutable after construction.
@@ -304,8 +303,18 @@ func (st *scanState) hasContext(d *detector, start, end, dist int) bool {
 // nearHit reports whether a hit (sorted start offsets) lies in
 // [start-dist, end+dist/2].
 func nearHit(hits []int, start, end, dist int) bool {
-	k := sort.SearchInts(hits, start-dist)
-	return k < len(hits) && hits[k] <= end+dist/2
+	// the first hit >= start-dist (sort.SearchInts, without the closure)
+	x := start - dist
+	lo, hi := 0, len(hits)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if hits[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(hits) && hits[lo] <= end+dist/2
 }
 
 // resolveOverlaps keeps, among overlapping PII and secret findings, the most

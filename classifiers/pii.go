@@ -616,8 +616,8 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if lo >= 1 && text[lo+1] == ' ' {
 		lo--
 	}
-	if lo < 0 || !isAlpha(text[lo]) {
-		return // validNINO needs a letter first
+	if lo < 0 || !isAlpha(text[lo]) || c.cum[len(c.groups)] < 6 {
+		return // validNINO needs a letter first, then six digits (from this candidate)
 	}
 	var buf [16]byte
 	start, hi, v, ok := readCompact(text, lo, 9, " ", buf[:0])
