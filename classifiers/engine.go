@@ -62,10 +62,10 @@ type scanState struct {
 	arena  []byte
 	mac    hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
 	sum    [sha256.Size]byte
-	norms  []byte                 // normalised values of out, hashed at the end
-	norm   []byte                 // emitString's copy of its string
-	phones map[string]phoneResult // per-scan memo of phone validation
-	hcache [512]hashEntry         // recent hashed values (hashNorm)
+	norms  []byte         // normalised values of out, hashed at the end
+	norm   []byte         // emitString's copy of its string
+	phones [256]phoneMemo // recent phone validations
+	hcache [512]hashEntry // recent hashed values (hashNorm)
 }
 
 // rawFinding is a finding while its chunk is scanned: 40 bytes instead of a

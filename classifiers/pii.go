@@ -256,18 +256,20 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 				return false
 			}
 		}
-		res, ok := st.phones[string(key)]
-		if !ok {
+		h := uint32(2166136261) // FNV-1a
+		for _, ch := range key {
+			h = (h ^ uint32(ch)) * 16777619
+		}
+		e := &st.phones[h%uint32(len(st.phones))]
+		res := e.res
+		if !e.set || e.key != string(key) {
 			k := string(key)
 			ds := k
 			if intl {
 				ds = k[1:]
 			}
 			res = st.s.checkPhone(ds, intl)
-			if st.phones == nil {
-				st.phones = make(map[string]phoneResult)
-			}
-			st.phones[k] = res
+			*e = phoneMemo{set: true, key: k, res: res}
 		}
 		if !res.valid {
 			return false
@@ -282,6 +284,14 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), res.e164, d.mask)
 		return true
 	})
+}
+
+// phoneMemo is an entry of scanState.phones, a direct-mapped cache of
+// recent phone validations (the same number often appears many times).
+type phoneMemo struct {
+	set bool
+	key string // '+' and the digits of an international number, or the digits
+	res phoneResult
 }
 
 // phoneResult is the outcome of validating one phone candidate.

@@ -405,6 +405,46 @@ var stopIndex = func() (x struct {
 	return x
 }()
 
+// placeholderBytes is placeholderValue(string(v)) without allocating for
+// ASCII values of up to 128 bytes (lower-casing them is then ASCII folding).
+func placeholderBytes(v []byte) bool {
+	var lb [128]byte
+	if len(v) > len(lb) {
+		return placeholderValue(string(v))
+	}
+	for _, c := range v {
+		if c >= 0x80 {
+			return placeholderValue(string(v))
+		}
+	}
+	if len(v) < 4 {
+		return true
+	}
+	lv := asciiLowerBytes(lb[:0], v)
+	if stopIndex.exact[string(lv)] {
+		return true
+	}
+	for i := 0; i < len(lv); i++ {
+		if lv[i] == '.' && i > 0 {
+			for _, s := range stopIndex.byLast[lv[i-1]] {
+				if i >= len(s) && string(lv[i-len(s):i]) == s {
+					return true
+				}
+			}
+		}
+		for _, s := range stopIndex.byFirst[lv[i]] {
+			if len(lv)-i >= len(s) && string(lv[i:i+len(s)]) == s {
+				return true
+			}
+		}
+	}
+	switch v[0] {
+	case '$', '<', '{', '%', '[', '(':
+		return true
+	}
+	return len(bytes.Trim(v, "*xX.-_#")) == 0 || bytes.IndexByte(v, '(') >= 0 || bytes.Contains(v, []byte("{{")) || bytes.Contains(v, []byte("${"))
+}
+
 // placeholderValue reports values that are not secrets: too short, a
 // stop word (equal to one, one followed by '.', or a long one anywhere, all
 // case-insensitive), a template or variable reference, or only mask
@@ -502,7 +542,7 @@ func genericHit(st *scanState, d *detector, start, end int) {
 		return
 	}
 	h := shannon(val)
-	if h < 3.0 || placeholderValue(string(val)) {
+	if h < 3.0 || placeholderBytes(val) {
 		return
 	}
 	conf := 0.6
