@@ -54,6 +54,7 @@ type scanState struct {
 	// per detector: trigger windows and context word hit positions
 	windows  [][]span
 	ctxHits  [][]int
+	ctxCur   []int // per detector: the last lower bound found in ctxHits
 	custHits [][]span
 	custCtx  [][]int
 	hits     []detHit
@@ -98,7 +99,7 @@ type span struct{ lo, hi int }
 // lies in [acceptLo, acceptHi).
 func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int) ([]Finding, error) {
 	st := &scanState{ctx: ctx, s: s, text: text, acceptLo: acceptLo, acceptHi: acceptHi,
-		windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)),
+		windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
 		custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
 		mac: hmac.New(sha256.New, s.key)}
 	// Pass 1: keywords and context words.
@@ -297,14 +298,39 @@ func round2(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
 // hasContext reports whether one of d's context words occurs within dist
 // bytes before start or right after end.
 func (st *scanState) hasContext(d *detector, start, end, dist int) bool {
-	return nearHit(st.ctxHits[d.idx], start, end, dist)
+	hits := st.ctxHits[d.idx]
+	if len(hits) == 0 {
+		return false
+	}
+	// Queries mostly come in increasing order: resume the lower-bound
+	// search from the last answer when it is still a valid start.
+	x := start - dist
+	k := st.ctxCur[d.idx]
+	if k > 0 && k <= len(hits) && hits[k-1] < x {
+		for n := 0; k < len(hits) && hits[k] < x; n++ {
+			if n == 8 { // far ahead: search the rest
+				k += lowerBound(hits[k:], x)
+				break
+			}
+			k++
+		}
+	} else {
+		k = lowerBound(hits, x)
+	}
+	st.ctxCur[d.idx] = k
+	return k < len(hits) && hits[k] <= end+dist/2
 }
 
 // nearHit reports whether a hit (sorted start offsets) lies in
 // [start-dist, end+dist/2].
 func nearHit(hits []int, start, end, dist int) bool {
-	// the first hit >= start-dist (sort.SearchInts, without the closure)
-	x := start - dist
+	k := lowerBound(hits, start-dist)
+	return k < len(hits) && hits[k] <= end+dist/2
+}
+
+// lowerBound is sort.SearchInts without the closure: the index of the first
+// hit >= x.
+func lowerBound(hits []int, x int) int {
 	lo, hi := 0, len(hits)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -314,7 +340,7 @@ func nearHit(hits []int, start, end, dist int) bool {
 			hi = m
 		}
 	}
-	return lo < len(hits) && hits[lo] <= end+dist/2
+	return lo
 }
 
 // resolveOverlaps keeps, among overlapping PII and secret findings, the most

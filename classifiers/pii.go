@@ -585,7 +585,7 @@ func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState
 		text := st.text
 		// Every range below starts in [c.start, c.end] and needs a context
 		// hit within 48 bytes before its start: look once per candidate.
-		if !nearHit(st.ctxHits[d.idx], c.start, c.end, 48) {
+		if !st.hasContext(d, c.start, c.end, 48) {
 			return
 		}
 		var buf [24]byte
@@ -594,7 +594,7 @@ func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState
 				return false
 			}
 			lo, hi := c.spanOf(a, b)
-			if !boundaryOK(text, lo, hi) || !nearHit(st.ctxHits[d.idx], lo, lo, 48) {
+			if !boundaryOK(text, lo, hi) || !st.hasContext(d, lo, lo, 48) {
 				return false
 			}
 			dg := string(c.digits(text, a, b, buf[:0]))
