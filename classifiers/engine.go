@@ -376,7 +376,8 @@ func (s *Scanner) resolveOverlaps(fs []rawFinding) []rawFinding {
 		}
 		return a.conf > b.conf
 	}
-	out := make([]rawFinding, 0, len(fs))
+	// In place: out never grows past the finding being read.
+	out := fs[:0]
 	last := [3]int{-1, -1, -1} // overlap class → index in out of its last finding
 	for i := range fs {
 		f := &fs[i]
