@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aishield/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
@@ -17,6 +18,7 @@ func newDemoCmd() *cobra.Command {
 		context  int
 		pageSize int
 		runs     []string
+		faults   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -33,11 +35,14 @@ declared in the policy and once with only its advertised context declared (so in
 verification alone must catch what comes back), and the report sets the runs side by side.
 
 No network and no account: everything runs on 127.0.0.1. The exit status is 1 when a run through
-aishield delivered a contaminated answer or failed a request, 0 otherwise (answers withheld
-although clean are reported as false alarms).`,
+aishield delivered a contaminated answer (other tenants' data, or an answer over a prompt the
+server silently dropped or truncated), withheld a clean answer (a false alarm) or failed a
+request; 0 otherwise. --fault replays other fault modes of the server (auto-truncate,
+abort-reuse-race, shared-prefix-cache), or none (the correct server).`,
 		Example: `  aishield demo
   aishield demo --json | jq '.runs[].totals'
-  aishield demo --capacity-tokens 16384 --context-len 32768   # a small, fast server`,
+  aishield demo --capacity-tokens 16384 --context-len 32768   # a small, fast server
+  aishield demo --capacity-tokens 8192 --fault auto-truncate     # silent truncation, caught by the usage check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if capacity != 0 || context != 0 || pageSize != 0 {
@@ -45,6 +50,19 @@ although clean are reported as false alarms).`,
 					return withCode(2, fmt.Errorf("--context-len and --page-size need --capacity-tokens"))
 				}
 				opts.Server = pagedcache.Options{CapacityTokens: capacity, ContextLen: context, PageSize: pageSize}
+			}
+			for _, f := range faults {
+				if opts.Faults == nil {
+					opts.Faults = []pagedcache.Fault{}
+				}
+				if strings.EqualFold(f, "none") {
+					continue
+				}
+				pf, err := pagedcache.ParseFault(f)
+				if err != nil {
+					return withCode(2, err)
+				}
+				opts.Faults = append(opts.Faults, pf)
 			}
 			opts.Runs = runs
 			if !asJSON {
@@ -64,9 +82,10 @@ although clean are reported as false alarms).`,
 				return err
 			}
 			for _, run := range rep.Runs {
-				if run.Name != demo.RunWithout && (run.Totals.Leaked > 0 || run.Totals.Errors > 0) {
-					return withCode(1, fmt.Errorf("run %q: %d contaminated answers delivered, %d errors",
-						run.Name, run.Totals.Leaked, run.Totals.Errors))
+				t := run.Totals
+				if run.Name != demo.RunWithout && (t.Leaked > 0 || t.TruncatedDelivered > 0 || t.FalseAlarms > 0 || t.Errors > 0) {
+					return withCode(1, fmt.Errorf("run %q: %d contaminated and %d truncated answers delivered, %d false alarms, %d errors",
+						run.Name, t.Leaked, t.TruncatedDelivered, t.FalseAlarms, t.Errors))
 				}
 			}
 			return nil
@@ -81,5 +100,6 @@ although clean are reported as false alarms).`,
 	f.IntVar(&pageSize, "page-size", 0, "page size of the server in tokens (default: 16 when --capacity-tokens is set)")
 	f.IntVar(&opts.OversizeTokens, "oversize-tokens", 0, "tokens of each over-capacity prompt (default: a quarter of the way from the capacity to the context length)")
 	f.StringSliceVar(&runs, "runs", nil, "runs to perform: without, guarded, inbound-only (default: all)")
+	f.StringSliceVar(&faults, "fault", nil, "fault modes of the server instead of oversize-stale-pages (repeatable or comma-separated; \"none\" for the correct server): "+faultNames())
 	return cmd
 }

@@ -23,11 +23,19 @@ const (
 	// ResultRefused: refused by aishield before sending, over the
 	// destination's KV capacity.
 	ResultRefused = "refused"
-	// ResultCaught: the answer carried foreign material (ground truth) and
-	// aishield withheld it.
+	// ResultCaught: the answer carried foreign material, or was decoded
+	// over a prompt the server silently dropped or truncated (ground
+	// truth), and aishield withheld it.
 	ResultCaught = "caught"
+	// ResultTruncated: delivered, and the server had silently dropped the
+	// prompt or its start (ground truth): the answer is to another
+	// question.
+	ResultTruncated = "truncated"
 	// ResultFalseAlarm: aishield withheld an answer that was clean.
 	ResultFalseAlarm = "false-alarm"
+	// ResultRejected: the server refused the request with an error status
+	// (its own context check), which reached the caller as it was.
+	ResultRejected = "rejected"
 	// ResultError: any other failure.
 	ResultError = "error"
 )
@@ -86,6 +94,10 @@ type Outcome struct {
 	// its usage said.
 	PromptTokens         int `json:"prompt_tokens,omitempty"`
 	ReportedPromptTokens int `json:"reported_prompt_tokens,omitempty"`
+	// Truncated reports that the server silently dropped the prompt
+	// (decoded after an aborted prefill) or kept only its end (fault
+	// auto-truncate), per its ground truth.
+	Truncated bool `json:"truncated,omitempty"`
 	// ForeignTokens counts, per other tenant, the answer tokens read from
 	// pages that tenant wrote (server ground truth).
 	ForeignTokens map[string]int `json:"foreign_tokens,omitempty"`
@@ -125,9 +137,11 @@ type Totals struct {
 	Sent       int `json:"sent"`
 	SentValues int `json:"sent_values"`
 	Redacted   int `json:"redacted"`
-	// Blocked and Refused were stopped before sending (content, capacity).
-	Blocked int `json:"blocked"`
-	Refused int `json:"refused"`
+	// Blocked and Refused were stopped before sending (content, capacity);
+	// Rejected were refused by the server itself.
+	Blocked  int `json:"blocked"`
+	Refused  int `json:"refused"`
+	Rejected int `json:"rejected,omitempty"`
 	// Oversize is how many requests were over the KV capacity and
 	// OversizeSent how many of them reached the server.
 	Oversize     int `json:"oversize"`
@@ -139,8 +153,14 @@ type Totals struct {
 	Caught       int `json:"caught"`
 	// ForeignValues is how many other tenants' values callers received.
 	ForeignValues int `json:"foreign_values"`
-	// Clean answers read only their own pages; Delivered of them reached
-	// the caller; FalseAlarms were withheld.
+	// Truncated answers were decoded over a silently dropped or truncated
+	// prompt, and read no other request's pages (ground truth); TruncatedDelivered of them reached the caller,
+	// TruncatedCaught were withheld.
+	Truncated          int `json:"truncated,omitempty"`
+	TruncatedDelivered int `json:"truncated_delivered,omitempty"`
+	TruncatedCaught    int `json:"truncated_caught,omitempty"`
+	// Clean answers read only their own pages of a whole prompt; Delivered
+	// of them reached the caller; FalseAlarms were withheld.
 	Clean       int `json:"clean"`
 	Delivered   int `json:"delivered"`
 	FalseAlarms int `json:"false_alarms"`
@@ -167,9 +187,12 @@ func totals(os []Outcome) Totals {
 		t.ForeignValues += total(o.ForeignValues)
 		contaminated := len(o.ForeignTokens) > 0
 		if o.Sent && o.Status == 200 {
-			if contaminated {
+			switch {
+			case contaminated:
 				t.Contaminated++
-			} else {
+			case o.Truncated:
+				t.Truncated++
+			default:
 				t.Clean++
 			}
 		}
@@ -178,12 +201,20 @@ func totals(os []Outcome) Totals {
 			t.Delivered++
 		case ResultLeaked:
 			t.Leaked++
+		case ResultTruncated:
+			t.TruncatedDelivered++
 		case ResultBlocked:
 			t.Blocked++
 		case ResultRefused:
 			t.Refused++
+		case ResultRejected:
+			t.Rejected++
 		case ResultCaught:
-			t.Caught++
+			if contaminated {
+				t.Caught++
+			} else {
+				t.TruncatedCaught++
+			}
 		case ResultFalseAlarm:
 			t.FalseAlarms++
 		case ResultError:
@@ -260,9 +291,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if s.Preset != "" {
 		preset = " (preset " + s.Preset + ")"
 	}
-	faults := make([]string, len(s.Faults))
-	for i, f := range s.Faults {
-		faults[i] = string(f)
+	faults := []string{"none"}
+	if len(s.Faults) > 0 {
+		faults = make([]string, len(s.Faults))
+		for i, f := range s.Faults {
+			faults[i] = string(f)
+		}
 	}
 	ew.printf("aishield demo: the 2026 shared-inference incident, replayed on this machine\n\n")
 	ew.printf("server   paged KV cache of %s tokens in pages of %d, context length %s, %s reuse, fault %s%s\n",
@@ -298,10 +332,26 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("values redacted (restored in the answers)", func(t Totals) string { return fmt.Sprint(t.Redacted) })
 	row("requests blocked for their content", func(t Totals) string { return fmt.Sprint(t.Blocked) })
 	row("over-capacity requests sent", func(t Totals) string { return fmt.Sprintf("%d of %d", t.OversizeSent, t.Oversize) })
+	rejected := false
+	for _, run := range r.Runs {
+		rejected = rejected || run.Totals.Rejected > 0
+	}
+	if rejected {
+		row("  refused by the server (error status)", func(t Totals) string { return fmt.Sprint(t.Rejected) })
+	}
 	row("answers carrying other tenants' data", func(t Totals) string { return fmt.Sprint(t.Contaminated) })
 	row("  delivered to the caller", func(t Totals) string { return fmt.Sprint(t.Leaked) })
 	row("  caught by inbound verification", func(t Totals) string { return fmt.Sprint(t.Caught) })
 	row("other tenants' values delivered", func(t Totals) string { return fmt.Sprint(t.ForeignValues) })
+	truncated := false
+	for _, run := range r.Runs {
+		truncated = truncated || run.Totals.Truncated > 0
+	}
+	if truncated {
+		row("answers over a dropped or truncated prompt", func(t Totals) string { return fmt.Sprint(t.Truncated) })
+		row("  delivered to the caller", func(t Totals) string { return fmt.Sprint(t.TruncatedDelivered) })
+		row("  caught by inbound verification", func(t Totals) string { return fmt.Sprint(t.TruncatedCaught) })
+	}
 	row("clean answers delivered", func(t Totals) string { return fmt.Sprintf("%d of %d", t.Delivered, t.Clean) })
 	row("false alarms", func(t Totals) string { return fmt.Sprint(t.FalseAlarms) })
 	row("errors", func(t Totals) string { return fmt.Sprint(t.Errors) })
@@ -362,9 +412,18 @@ func describe(o Outcome) string {
 		}
 		return s
 	case ResultCaught:
+		if len(o.ForeignTokens) == 0 && o.Truncated {
+			return fmt.Sprintf("caught  %s: the server counted %s of %s prompt tokens and answered 200; stopped by %s",
+				o.Label, num(o.ReportedPromptTokens), num(o.PromptTokens), strings.Join(o.Signals, ", "))
+		}
 		return fmt.Sprintf("caught  %s: the answer quoted %s; stopped by %s", o.Label, from(), strings.Join(o.Signals, ", "))
+	case ResultTruncated:
+		return fmt.Sprintf("TRUNCATED %s: HTTP %d, the server counted %s of %s prompt tokens; the answer ignores (part of) the prompt",
+			o.Label, o.Status, num(o.ReportedPromptTokens), num(o.PromptTokens))
 	case ResultRefused:
 		return fmt.Sprintf("refused %s: over the destination's KV capacity, never sent", o.Label)
+	case ResultRejected:
+		return fmt.Sprintf("rejected %s: the server answered HTTP %d, passed to the caller", o.Label, o.Status)
 	case ResultBlocked:
 		return fmt.Sprintf("blocked %s: %s", o.Label, strings.Join(o.Reasons, ", "))
 	case ResultFalseAlarm:

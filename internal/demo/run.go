@@ -36,6 +36,9 @@ type Options struct {
 	// selects the incident-2026 preset (681,280-token cache, pages of 64,
 	// context 1,048,576, LIFO reuse, fault oversize-stale-pages).
 	Server pagedcache.Options
+	// Faults, when not nil, replaces the server's faults; an empty
+	// non-nil slice runs the correct server.
+	Faults []pagedcache.Fault
 	// OversizeTokens is the size of each over-capacity prompt; 0 puts it a
 	// quarter of the way from the capacity to the context length.
 	OversizeTokens int
@@ -98,6 +101,9 @@ func resolve(opts Options) (*config, error) {
 	}
 	if len(c.server.Faults) == 0 && c.preset == "" {
 		c.server.Faults = []pagedcache.Fault{pagedcache.FaultOversizeStalePages}
+	}
+	if opts.Faults != nil {
+		c.server.Faults = opts.Faults
 	}
 	if c.server.ContextLen <= c.server.CapacityTokens+1024 {
 		return nil, fmt.Errorf("demo: the context length (%d) must exceed the KV capacity (%d) by more than 1,024 tokens to replay the incident",
@@ -252,6 +258,7 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 			bySeq[gt.Seq] = r
 			o.ServerID, o.Status = gt.ID, gt.Status
 			o.PromptTokens, o.ReportedPromptTokens = gt.PromptTokens, gt.ReportedPromptTokens
+			o.Truncated = gt.Outcome == "truncated" || gt.Outcome == "decoded-after-abort"
 			for _, rd := range gt.ForeignReads() {
 				if o.ForeignTokens == nil {
 					o.ForeignTokens = map[string]int{}
@@ -285,9 +292,16 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 		switch {
 		case err == nil && len(o.ForeignTokens) > 0:
 			o.Result = ResultLeaked
+		case err == nil && o.Truncated:
+			o.Result = ResultTruncated
 		case err == nil:
 			o.Result = ResultAnswered
 		default:
+			var ae *openai.APIError
+			if o.Sent && o.Status >= 400 && errors.As(err, &ae) && ae.HTTPStatusCode == o.Status {
+				o.Result = ResultRejected
+				break
+			}
 			if p.classify != nil {
 				p.classify(err, &o)
 			}
@@ -553,7 +567,7 @@ func classifyGuardError(err error, o *Outcome) {
 		}
 	case errors.As(err, &ce):
 		o.Result = ResultCaught
-		if len(o.ForeignTokens) == 0 {
+		if len(o.ForeignTokens) == 0 && !o.Truncated {
 			o.Result, o.Error = ResultFalseAlarm, err.Error()
 		}
 		for _, s := range ce.Signals {

@@ -65,9 +65,10 @@ func TestWithoutAishieldLeaks(t *testing.T) {
 // TestWithAishield replays the traffic through the guard: nothing sensitive
 // leaves in clear, over-capacity prompts are refused before sending, and
 // with only the advertised context declared every contaminated answer is
-// caught by inbound verification; clean answers are delivered.
+// caught by inbound verification; every clean answer is delivered (no
+// false alarm), for several seeds.
 func TestWithAishield(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
 		rep, err := Run(context.Background(), small(seed))
 		if err != nil {
 			t.Fatal(err)
@@ -83,33 +84,7 @@ func TestWithAishield(t *testing.T) {
 			if tot.SentValues != 0 || tot.Redacted == 0 || tot.Blocked == 0 || tot.Leaked != 0 || tot.Errors != 0 || tot.ForeignValues != 0 {
 				t.Errorf("seed %d %s: totals %+v", seed, run.Name, tot)
 			}
-			// Known weakness (reported to the sdk/verify owners): the
-			// paged-cache model answers by splicing 3-12-token quotes of its
-			// own context, and a splice can forge an entity or a
-			// placeholder the request never held ("a" + a restored e-mail
-			// address; "[[" + the tail of one of its own placeholders).
-			// The verifier then reports inbound.foreign_entity or
-			// inbound.foreign_placeholder on a clean answer. Such a
-			// withheld answer is logged and bounded here; any other false
-			// alarm fails.
-			spliced := 0
-			for _, o := range run.Requests {
-				if o.Result != ResultFalseAlarm {
-					continue
-				}
-				if len(o.Signals) == 1 && (o.Signals[0] == "inbound.foreign_placeholder" || o.Signals[0] == "inbound.foreign_entity") {
-					spliced++
-					t.Logf("seed %d %s: clean answer %d withheld for a spliced quote of its own data: %s", seed, run.Name, o.N, o.Error)
-					continue
-				}
-				t.Errorf("seed %d %s: false alarm on request %d: %s", seed, run.Name, o.N, o.Error)
-			}
-			if spliced > 1 {
-				t.Errorf("seed %d %s: %d clean answers withheld for spliced quotes, want at most 1", seed, run.Name, spliced)
-			}
-			if tot.Delivered+spliced != tot.Clean {
-				t.Errorf("seed %d %s: %d of %d clean answers delivered", seed, run.Name, tot.Delivered, tot.Clean)
-			}
+			strict(t, seed, run)
 		}
 		if g := guarded.Totals; g.Refused != 2 || g.OversizeSent != 0 || g.Contaminated != 0 {
 			t.Errorf("seed %d guarded: refused %d oversize sent %d contaminated %d", seed, g.Refused, g.OversizeSent, g.Contaminated)
@@ -122,5 +97,52 @@ func TestWithAishield(t *testing.T) {
 				t.Errorf("seed %d: oversize request %d: %s %v", seed, o.N, o.Result, o.Signals)
 			}
 		}
+	}
+}
+
+// strict fails on any false alarm (a clean answer withheld), any answer
+// delivered that carried other requests' tokens or ignored a truncated
+// prompt, and any error.
+func strict(t *testing.T, seed uint64, run *RunReport) {
+	t.Helper()
+	tot := run.Totals
+	for _, o := range run.Requests {
+		switch o.Result {
+		case ResultFalseAlarm, ResultLeaked, ResultTruncated, ResultError:
+			t.Errorf("seed %d %s: request %d (%s, stream %v): %s %s %v", seed, run.Name, o.N, o.Label, o.Stream, o.Result, o.Error, o.Sources)
+		}
+	}
+	if tot.Delivered != tot.Clean || tot.Caught != tot.Contaminated || tot.TruncatedCaught != tot.Truncated {
+		t.Errorf("seed %d %s: delivered %d of %d clean, caught %d of %d contaminated and %d of %d truncated",
+			seed, run.Name, tot.Delivered, tot.Clean, tot.Caught, tot.Contaminated, tot.TruncatedCaught, tot.Truncated)
+	}
+}
+
+// TestEveryFaultMode replays the traffic through aishield against the
+// paged-cache server in each fault mode, for several seeds: zero false
+// alarms, nothing contaminated or truncated delivered. Under
+// auto-truncate, the over-capacity prompts sent (capacity undeclared) are
+// caught by the tokenizer-exact usage check.
+func TestEveryFaultMode(t *testing.T) {
+	for _, fault := range pagedcache.Faults() {
+		t.Run(string(fault), func(t *testing.T) {
+			for _, seed := range []uint64{1, 2, 3, 4} {
+				opts := small(seed, RunGuarded, RunInboundOnly)
+				opts.Server.Faults = []pagedcache.Fault{fault}
+				rep, err := Run(context.Background(), opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, run := range rep.Runs {
+					strict(t, seed, run)
+				}
+				if fault == pagedcache.FaultAutoTruncate {
+					in, _ := rep.Run(RunInboundOnly)
+					if in.Totals.Truncated != 2 || in.Totals.TruncatedCaught != 2 || in.Totals.Signals["inbound.usage_mismatch"] != 2 {
+						t.Errorf("seed %d: auto-truncate totals %+v", seed, in.Totals)
+					}
+				}
+			}
+		})
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/aishield/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
-	"github.com/aishield/aishield/sdk"
 )
 
 // counting counts the requests that reach the upstream.
@@ -31,10 +30,13 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestProxyFaultModes sends the demo's multi-tenant traffic (documents with
 // personal data, secrets and markers; prompts over the KV capacity) through
-// the proxy to the paged-cache server in every fault mode, with go-openai
-// over real HTTP. The policy declares only the advertised context, so
-// over-capacity prompts do go out and inbound verification must stop what
-// comes back. Ground truth from the server decides what was contaminated.
+// the proxy to the paged-cache server in every fault mode and for several
+// seeds, with go-openai over real HTTP. The policy declares only the
+// advertised context, so over-capacity prompts do go out and inbound
+// verification must stop what comes back; it declares the server's
+// tokenizer, so a silently truncated prompt is caught by the usage check.
+// Ground truth from the server decides: nothing contaminated or truncated
+// reaches the client, and no clean answer is refused.
 func TestProxyFaultModes(t *testing.T) {
 	modes := append([]pagedcache.Fault{""}, pagedcache.Faults()...)
 	for _, fault := range modes {
@@ -43,80 +45,89 @@ func TestProxyFaultModes(t *testing.T) {
 			name = "correct"
 		}
 		t.Run(name, func(t *testing.T) {
-			opts := []pagedcache.Option{pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192), pagedcache.WithSeed(7)}
-			if fault != "" {
-				opts = append(opts, pagedcache.WithFaults(fault))
+			for _, seed := range []uint64{3, 4, 5} {
+				faultRun(t, fault, seed)
 			}
-			ts := pagedcache.NewTestServer(t, opts...)
-			up := &counting{rt: http.DefaultTransport}
-			_, hs := startProxy(t, Options{Policy: testPolicy(t, ts.URL, 8192), Transport: up})
-			sc := demo.NewScenario(demo.ScenarioOptions{Seed: 3, Rounds: 3, OversizeTokens: 5000})
-			var delivered, caught, blocked, clean, spliced, small, rejected int
-			for _, r := range sc.Requests {
-				ten, _ := sc.Tenant(r.Tenant)
-				cfg := openai.DefaultConfig(ten.APIKey)
-				cfg.BaseURL = hs.URL + "/v1"
-				c := openai.NewClientWithConfig(cfg)
-				before := up.n.Load()
-				text, err := ask(context.Background(), c, r.System+"\n\n"+r.User, r.MaxTokens, r.Stream)
-				var be *openai.APIError
-				if up.n.Load() == before {
-					// Refused before sending: only for content.
-					if err == nil || !errors.As(err, &be) || be.HTTPStatusCode != http.StatusForbidden {
-						t.Fatalf("request %d not sent, error %v", r.N, err)
-					}
-					blocked++
-					continue
-				}
-				if rec := record(t, ts, int(up.n.Load())); rec.Status != http.StatusOK {
-					// The server refused it (correct mode: over its limit).
-					// Whatever the client got must be an error.
-					if err == nil {
-						t.Errorf("request %d: the server answered %d, the client got no error", r.N, rec.Status)
-					}
-					rejected++
-					t.Logf("request %d: server answered %d; client got: %v", r.N, rec.Status, err)
-					continue
-				}
-				foreign := contaminated(t, ts, int(up.n.Load()))
-				switch {
-				case foreign && err == nil:
-					if r.Oversize {
-						t.Errorf("request %d (over capacity): contaminated answer delivered: %.80q", r.N, text)
-					} else {
-						small++ // a few tokens of another request spliced in: below the verifier's 64-byte guarantee
-						t.Logf("request %d: contaminated answer delivered (short foreign splice)", r.N)
-					}
-				case foreign:
-					caught++
-				case err == nil:
-					clean++
-					delivered++
-				default:
-					clean++
-					var ce *sdk.ContaminationError
-					msg := err.Error()
-					if errors.As(err, &ce) || containsAny(msg, "inbound.foreign_entity", "inbound.foreign_placeholder") {
-						spliced++
-						t.Logf("request %d: clean answer withheld (spliced quote of its own data): %v", r.N, err)
-						continue
-					}
-					t.Errorf("request %d: clean answer refused: %v", r.N, err)
-				}
-			}
-			if spliced > 1 {
-				t.Errorf("%d clean answers withheld, want at most 1", spliced)
-			}
-			if blocked == 0 || delivered == 0 {
-				t.Errorf("blocked %d delivered %d", blocked, delivered)
-			}
-			if fault == pagedcache.FaultOversizeStalePages && caught < 2 {
-				t.Errorf("caught %d contaminated answers, want the 2 over-capacity ones", caught)
-			}
-			t.Logf("%s: %d blocked outbound, %d refused by the server, %d contaminated caught, %d short splices delivered, %d of %d clean delivered",
-				name, blocked, rejected, caught, small, delivered, clean)
 		})
 	}
+}
+
+func faultRun(t *testing.T, fault pagedcache.Fault, seed uint64) {
+	opts := []pagedcache.Option{pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192), pagedcache.WithSeed(seed + 4)}
+	if fault != "" {
+		opts = append(opts, pagedcache.WithFaults(fault))
+	}
+	ts := pagedcache.NewTestServer(t, opts...)
+	up := &counting{rt: http.DefaultTransport}
+	_, hs := startProxy(t, Options{Policy: testPolicy(t, ts.URL, 8192), Transport: up})
+	sc := demo.NewScenario(demo.ScenarioOptions{Seed: seed, Rounds: 3, OversizeTokens: 5000})
+	var delivered, caught, truncated, blocked, clean, rejected int
+	for _, r := range sc.Requests {
+		ten, _ := sc.Tenant(r.Tenant)
+		cfg := openai.DefaultConfig(ten.APIKey)
+		cfg.BaseURL = hs.URL + "/v1"
+		c := openai.NewClientWithConfig(cfg)
+		before := up.n.Load()
+		text, err := ask(context.Background(), c, r.System+"\n\n"+r.User, r.MaxTokens, r.Stream)
+		var be *openai.APIError
+		if up.n.Load() == before {
+			// Refused before sending: only for content.
+			if err == nil || !errors.As(err, &be) || be.HTTPStatusCode != http.StatusForbidden {
+				t.Fatalf("seed %d request %d not sent, error %v", seed, r.N, err)
+			}
+			blocked++
+			continue
+		}
+		rec := record(t, ts, int(up.n.Load()))
+		if rec.Status != http.StatusOK {
+			// The server refused it (over its limit): the client gets the
+			// server's own error, status and code.
+			if !errors.As(err, &be) || be.HTTPStatusCode != rec.Status {
+				t.Errorf("seed %d request %d: the server answered %d, the client got %v", seed, r.N, rec.Status, err)
+			}
+			rejected++
+			continue
+		}
+		foreign := contaminated(t, ts, int(up.n.Load()))
+		dropped := rec.Outcome == "truncated" || rec.Outcome == "decoded-after-abort"
+		switch {
+		case (foreign || dropped) && err == nil:
+			t.Errorf("seed %d request %d (oversize %v, stream %v): %s answer delivered (foreign %v): %.80q",
+				seed, r.N, r.Oversize, r.Stream, rec.Outcome, foreign, text)
+		case foreign:
+			caught++
+		case dropped:
+			truncated++
+			if !strings.Contains(err.Error(), "inbound.usage_mismatch") {
+				t.Errorf("seed %d request %d: truncated answer refused for another reason: %v", seed, r.N, err)
+			}
+		case err == nil:
+			clean++
+			delivered++
+		default:
+			clean++
+			t.Errorf("seed %d request %d (stream %v): clean answer refused (false alarm): %v", seed, r.N, r.Stream, err)
+		}
+	}
+	if blocked == 0 || delivered == 0 {
+		t.Errorf("seed %d: blocked %d delivered %d", seed, blocked, delivered)
+	}
+	switch fault {
+	case pagedcache.FaultOversizeStalePages:
+		if caught+truncated != 2 {
+			t.Errorf("seed %d: caught %d contaminated and %d dropped answers, want the 2 over-capacity ones", seed, caught, truncated)
+		}
+	case pagedcache.FaultAutoTruncate:
+		if truncated != 2 {
+			t.Errorf("seed %d: caught %d truncated answers, want the 2 over-capacity ones", seed, truncated)
+		}
+	case "":
+		if rejected != 2 {
+			t.Errorf("seed %d: the server refused %d requests, want the 2 over-capacity ones", seed, rejected)
+		}
+	}
+	t.Logf("%s seed %d: %d blocked outbound, %d refused by the server, %d contaminated and %d truncated caught, %d of %d clean delivered",
+		fault, seed, blocked, rejected, caught, truncated, delivered, clean)
 }
 
 func containsAny(s string, subs ...string) bool {
@@ -151,19 +162,10 @@ func TestProxyLoad(t *testing.T) {
 		pagedcache.WithFaults(pagedcache.FaultOversizeStalePages))
 	_, hs := startProxy(t, Options{Policy: testPolicy(t, ts.URL, 65536)})
 	var wg sync.WaitGroup
-	var errs, leaks, withheld atomic.Int64
-	// fail counts an error; a clean answer withheld by the verifier (a
-	// false alarm) is counted apart: the paged-cache model answers by
-	// splicing short quotes of its context, and a splice can forge a
-	// canary- or entity-shaped token (reported to the verifier's owners).
+	var errs, leaks atomic.Int64
+	// Every prompt is under the capacity and the answers read only their
+	// own pages: any error, a clean answer withheld included, fails.
 	fail := func(err error, what string) {
-		var ae *openai.APIError
-		if errors.As(err, &ae) && ae.HTTPStatusCode == http.StatusBadGateway && ae.Code == "aishield_contamination" ||
-			strings.Contains(err.Error(), "contains foreign material") {
-			withheld.Add(1)
-			t.Logf("%s: clean answer withheld: %v", what, err)
-			return
-		}
 		errs.Add(1)
 		t.Errorf("%s: %v", what, err)
 	}
@@ -202,10 +204,10 @@ func TestProxyLoad(t *testing.T) {
 	}
 	wg.Wait()
 	total := int64(clients * perClient)
-	if errs.Load() != 0 || leaks.Load() != 0 || withheld.Load()*100 > total {
-		t.Errorf("%d errors, %d leaked answers, %d clean answers withheld (at most 1%% allowed)", errs.Load(), leaks.Load(), withheld.Load())
+	if errs.Load() != 0 || leaks.Load() != 0 {
+		t.Errorf("%d of %d requests failed, %d leaked answers", errs.Load(), total, leaks.Load())
 	}
-	t.Logf("%d clients x %d requests: %d errors, %d leaks, %d withheld", clients, perClient, errs.Load(), leaks.Load(), withheld.Load())
+	t.Logf("%d clients x %d requests: %d errors, %d leaks", clients, perClient, errs.Load(), leaks.Load())
 }
 
 // prose is n words of seeded, clean text, different for every seed.

@@ -169,7 +169,9 @@ func TestProxyRouting(t *testing.T) {
 			t.Errorf("the caller's key did not pass through")
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`)
+		// The policy declares the upstream's tokenizer: its usage must
+		// cover the whole prompt (the message and the canary line).
+		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":120,"completion_tokens":1,"total_tokens":121}}`)
 	}))
 	defer up.Close()
 	p, err := New(context.Background(), Options{Policy: testPolicy(t, up.URL, 0)})

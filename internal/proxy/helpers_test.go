@@ -34,6 +34,7 @@ destinations:
     action: redact
     block_at: restricted
     max_input_tokens: %d
+    tokenizer: cl100k_base
     shared: true
   - name: nowhere
     max_level: internal
