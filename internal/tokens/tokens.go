@@ -30,82 +30,101 @@ const (
 	PerRequest = 3
 )
 
+// Character classes of Bounds.
+const (
+	clNone   = iota // spaces and control characters
+	clLetter        // letters, marks, symbols, invalid bytes
+	clDigit
+	clPunct
+	clApos  // the apostrophe, transparent
+	clMulti // the first byte of a multi-byte sequence: decode it
+)
+
+// asciiClass classifies every byte value; bytes from 0x80 are clMulti.
+var asciiClass = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == '\'':
+			t[c] = clApos
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			t[c] = clLetter
+		case c >= '0' && c <= '9':
+			t[c] = clDigit
+		case c <= ' ' || c == 0x7f:
+			t[c] = clNone
+		case c < utf8.RuneSelf:
+			t[c] = clPunct
+		default:
+			t[c] = clMulti
+		}
+	}
+	return t
+}()
+
 // Bounds returns a lower and an upper bound of the token count of s.
 func Bounds(s string) (lower, upper int) {
 	upper = len(s)
-	const (
-		none = iota
-		letter
-		digit
-		punct
-	)
-	state, digits, punctLen := none, 0, 0
-	closePunct := func(nextIsLetter bool) {
-		// A single punctuation character right before a letter run joins
-		// that run's piece; anything else is a piece of its own.
-		if punctLen >= 2 || (punctLen == 1 && !nextIsLetter) {
-			lower++
-		}
-		punctLen = 0
-	}
+	state, digits, punctLen := clNone, 0, 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		var class int
+		class := int(asciiClass[s[i]])
 		size := 1
-		switch {
-		case c == '\'':
+		switch class {
+		case clApos:
 			// The apostrophe is transparent: o200k_base keeps contractions
 			// ("n't") in the word's piece, and it joins punctuation runs.
 			i++
 			continue
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			class = letter
-		case c >= '0' && c <= '9':
-			class = digit
-		case c <= ' ' || c == 0x7f:
-			// Spaces and control characters: the split regexes may drop
-			// or merge them, so they count for nothing.
-			class = none
-		case c < utf8.RuneSelf:
-			class = punct
-		default:
+		case clMulti:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			size = n
 			switch {
 			case unicode.IsSpace(r) || unicode.Is(unicode.C, r):
-				class = none
+				class = clNone
 			case unicode.IsDigit(r):
-				class = digit
+				class = clDigit
 			default:
 				// Letters, marks, symbols and invalid bytes count as letters:
 				// merging never makes the lower bound unsafe.
-				class = letter
+				class = clLetter
 			}
 		}
-		if state == punct && class != punct {
-			closePunct(class == letter)
+		if state == clPunct && class != clPunct {
+			// A single punctuation character right before a letter run
+			// joins that run's piece; anything else is a piece of its own.
+			if punctLen >= 2 || (punctLen == 1 && class != clLetter) {
+				lower++
+			}
+			punctLen = 0
 		}
-		if state == digit && class != digit {
+		if state == clDigit && class != clDigit {
 			lower += (digits + 2) / 3
 			digits = 0
 		}
+		i += size
 		switch class {
-		case letter:
-			if state != letter {
+		case clLetter, clNone:
+			if class == clLetter && state != clLetter {
 				lower++
 			}
-		case digit:
+			// Inside a run of ASCII letters (or of spaces) nothing changes
+			// until another class shows up: skip the run.
+			for i < len(s) {
+				if k := asciiClass[s[i]]; k != uint8(class) && k != clApos {
+					break
+				}
+				i++
+			}
+		case clDigit:
 			digits++
-		case punct:
+		case clPunct:
 			punctLen++
 		}
 		state = class
-		i += size
 	}
-	if state == punct {
-		closePunct(false)
+	if state == clPunct && punctLen >= 1 {
+		lower++
 	}
-	if state == digit {
+	if state == clDigit {
 		lower += (digits + 2) / 3
 	}
 	return lower, upper
