@@ -174,6 +174,7 @@ type Winnower struct {
 	minH   uint64 // its hash
 	last   int    // k-gram index of the last selected fingerprint, -1 none
 	out    []Fingerprint
+	each   func(hash uint64) // KGrams: called for each selection instead of out
 }
 
 // NewWinnower returns a Winnower with opts.
@@ -405,6 +406,10 @@ func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
 		return minIdx, minH // no full window yet, or the same selection
 	}
 	w.last = minIdx
+	if w.each != nil {
+		w.each(minH)
+		return minIdx, minH
+	}
 	w.out = append(w.out, Fingerprint{
 		Hash:   minH,
 		Offset: w.offs[minIdx&w.mask],
@@ -425,6 +430,14 @@ func (w *Winnower) Take() []Fingerprint {
 	return out
 }
 
+// TakeAppend is Take appending to dst, so that a caller reusing dst
+// allocates nothing.
+func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
+	dst = append(dst, w.out...)
+	w.out = w.out[:0]
+	return dst
+}
+
 // Of returns the fingerprints of text in order of position.
 func Of(text []byte, opts Options) []Fingerprint {
 	w := NewWinnower(opts)
@@ -435,6 +448,17 @@ func Of(text []byte, opts Options) []Fingerprint {
 	out := w.out
 	w.out = nil
 	return out
+}
+
+// KGrams calls fn with the hash of every k-gram of text, in order (the
+// hashes winnowing selects its fingerprints from; a text's fingerprints are
+// always among them). It allocates nothing per k-gram.
+func KGrams(text []byte, opts Options, fn func(hash uint64)) {
+	opts = opts.withDefaults()
+	opts.Window = 1
+	w := NewWinnower(opts)
+	w.each = fn
+	_, _ = w.Write(text)
 }
 
 // OfString is Of for a string.

@@ -1,8 +1,8 @@
 package fingerprint
 
 import (
-	"container/list"
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -58,30 +58,77 @@ type MemoryOptions struct {
 }
 
 // MemoryStore is a [Store] in process memory, bounded in exchanges and
-// entries, with a TTL per exchange. It is safe for concurrent use.
+// entries, with a TTL per exchange. It is safe for concurrent use: lookups
+// share a read lock (one per batch), recordings take the write lock.
+//
+// Exchange IDs are interned: each remembered exchange has a slot, and the
+// index maps a fingerprint to its single holder's slot directly (most
+// fingerprints have one holder) or to a shared posting list of slots.
+// [MemoryStore.LookupRefs] answers in compact form without allocating.
 type MemoryStore struct {
 	opts MemoryOptions
 
-	mu      sync.Mutex
-	seq     uint32
-	byID    map[string]*memExchange
-	bySeq   map[uint32]*memExchange
-	order   *list.List // *memExchange, least recently recorded first
-	index   map[uint64]*memEntry
-	entries int
+	mu         sync.RWMutex
+	seq        uint32
+	byID       map[string]uint32 // exchange ID → slot
+	bySeq      map[Ref]uint32    // Ref → slot
+	exs        []memExchange     // slots
+	freeSlots  []uint32
+	head, tail uint32 // least and most recently recorded slot, noSlot when none
+	live       int
+	index      map[uint64]uint32 // hash → slot, or multiTag|posting
+	posts      []memPosting
+	freePosts  []uint32
+	entries    int
 }
+
+// noSlot marks the end of the recording order list.
+const noSlot = ^uint32(0)
+
+// multiTag marks an index value that is a posting list, not a slot.
+const multiTag = 1 << 31
 
 type memExchange struct {
-	id      string
-	seq     uint32
-	hashes  []uint64
-	expires time.Time
-	elem    *list.Element
+	id         string
+	ref        Ref
+	hashes     []uint64 // held fingerprints, for forgetting them
+	expires    int64    // Unix nanoseconds
+	prev, next uint32   // recording order
 }
 
-type memEntry struct {
+type memPosting struct {
 	count   int32
-	holders []uint32 // exchange seqs, oldest first, at most MaxHolders
+	holders []uint32 // slots, oldest first, at most MaxHolders
+}
+
+// Ref is a compact reference to an exchange remembered by a
+// [MemoryStore], returned by [MemoryStore.LookupRefs]. Refs are not reused
+// (until 2³² recordings of new exchanges); [MemoryStore.ExchangeID] turns
+// one back into its exchange ID while the store remembers it.
+type Ref uint32
+
+// Refs is the compact answer of a lookup, reusable from call to call so that
+// lookups allocate nothing once it has grown.
+type Refs struct {
+	// Others[i] is the number of live exchanges, other than the excluded
+	// one, holding hashes[i] (saturating like [Holders.Count]).
+	Others []int32
+	// Start indexes Holders: the other holders of hashes[i] are
+	// Holders[Start[i]:Start[i+1]], most recent first, at most MaxHolders.
+	Start []int32
+	// Holders are the holders of all hashes, in order.
+	Holders []Ref
+}
+
+// Of returns the other holders of hashes[i].
+func (r *Refs) Of(i int) []Ref { return r.Holders[r.Start[i]:r.Start[i+1]] }
+
+// Reset empties r for n hashes, keeping its memory.
+func (r *Refs) Reset(n int) {
+	r.Others = slices.Grow(r.Others[:0], n)[:n]
+	clear(r.Others)
+	r.Start = append(r.Start[:0], 0)
+	r.Holders = r.Holders[:0]
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -100,10 +147,11 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 	}
 	return &MemoryStore{
 		opts:  opts,
-		byID:  make(map[string]*memExchange),
-		bySeq: make(map[uint32]*memExchange),
-		order: list.New(),
-		index: make(map[uint64]*memEntry),
+		byID:  make(map[string]uint32),
+		bySeq: make(map[Ref]uint32),
+		head:  noSlot,
+		tail:  noSlot,
+		index: make(map[uint64]uint32),
 	}
 }
 
@@ -117,39 +165,48 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	now := s.opts.Now()
+	now := s.opts.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(now)
-	ex := s.byID[exchange]
-	if ex == nil {
-		s.seq++
-		ex = &memExchange{id: exchange, seq: s.seq}
-		ex.elem = s.order.PushBack(ex)
-		s.byID[exchange] = ex
-		s.bySeq[ex.seq] = ex
+	slot, ok := s.byID[exchange]
+	if !ok {
+		slot = s.newSlot(exchange)
 	} else {
-		s.order.MoveToBack(ex.elem)
+		s.unlink(slot)
+		s.pushBack(slot)
 	}
-	ex.expires = now.Add(ttl)
+	ex := &s.exs[slot]
+	ex.expires = now + int64(ttl)
 	for _, h := range hashes {
-		e := s.index[h]
-		if e == nil {
-			e = &memEntry{}
-			s.index[h] = e
-		} else if n := len(e.holders); n > 0 && e.holders[n-1] == ex.seq {
-			continue // already held (fingerprints repeat within a text)
-		} else if s.holds(e, ex.seq) {
-			continue
+		v, ok := s.index[h]
+		switch {
+		case !ok:
+			s.index[h] = slot
+		case v&multiTag == 0:
+			if v == slot {
+				continue // already held (fingerprints repeat within a text)
+			}
+			s.index[h] = multiTag | s.newPosting(v, slot)
+		default:
+			p := &s.posts[v&^multiTag]
+			if n := len(p.holders); n > 0 && p.holders[n-1] == slot || slices.Contains(p.holders, slot) {
+				// Already held. When p has more holders than it keeps,
+				// an exchange recorded earlier may be missing from the
+				// list; it is then counted twice, which only makes the
+				// fingerprint look more common (never foreign).
+				continue
+			}
+			p.count++
+			if len(p.holders) < s.opts.MaxHolders {
+				p.holders = append(p.holders, slot)
+			} else {
+				// Keep the most recent holders.
+				copy(p.holders, p.holders[1:])
+				p.holders[len(p.holders)-1] = slot
+			}
 		}
-		e.count++
-		if len(e.holders) < s.opts.MaxHolders {
-			e.holders = append(e.holders, ex.seq)
-		} else {
-			// Keep the most recent holders.
-			copy(e.holders, e.holders[1:])
-			e.holders[len(e.holders)-1] = ex.seq
-		}
+		ex = &s.exs[slot]
 		ex.hashes = append(ex.hashes, h)
 		s.entries++
 	}
@@ -157,39 +214,85 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 	return nil
 }
 
-// holds reports whether seq is among e's holders. When e has more holders
-// than it keeps, an exchange recorded earlier may be missing from the list;
-// Record then counts it twice, which only makes the fingerprint look more
-// common (never foreign).
-func (s *MemoryStore) holds(e *memEntry, seq uint32) bool {
-	for _, h := range e.holders {
-		if h == seq {
-			return true
-		}
+func (s *MemoryStore) newSlot(id string) uint32 {
+	var slot uint32
+	if n := len(s.freeSlots); n > 0 {
+		slot = s.freeSlots[n-1]
+		s.freeSlots = s.freeSlots[:n-1]
+	} else {
+		slot = uint32(len(s.exs))
+		s.exs = append(s.exs, memExchange{})
 	}
-	return false
+	s.seq++
+	if s.seq == 0 {
+		s.seq++
+	}
+	s.exs[slot] = memExchange{id: id, ref: Ref(s.seq), prev: noSlot, next: noSlot}
+	s.byID[id] = slot
+	s.bySeq[Ref(s.seq)] = slot
+	s.live++
+	s.pushBack(slot)
+	return slot
+}
+
+func (s *MemoryStore) newPosting(a, b uint32) uint32 {
+	holders := make([]uint32, 2, 4)
+	holders[0], holders[1] = a, b
+	if n := len(s.freePosts); n > 0 {
+		i := s.freePosts[n-1]
+		s.freePosts = s.freePosts[:n-1]
+		s.posts[i] = memPosting{count: 2, holders: holders}
+		return i
+	}
+	s.posts = append(s.posts, memPosting{count: 2, holders: holders})
+	return uint32(len(s.posts) - 1)
+}
+
+func (s *MemoryStore) pushBack(slot uint32) {
+	ex := &s.exs[slot]
+	ex.prev, ex.next = s.tail, noSlot
+	if s.tail != noSlot {
+		s.exs[s.tail].next = slot
+	} else {
+		s.head = slot
+	}
+	s.tail = slot
+}
+
+func (s *MemoryStore) unlink(slot uint32) {
+	ex := &s.exs[slot]
+	if ex.prev != noSlot {
+		s.exs[ex.prev].next = ex.next
+	} else {
+		s.head = ex.next
+	}
+	if ex.next != noSlot {
+		s.exs[ex.next].prev = ex.prev
+	} else {
+		s.tail = ex.prev
+	}
+	ex.prev, ex.next = noSlot, noSlot
 }
 
 // Lookup implements [Store].
 func (s *MemoryStore) Lookup(ctx context.Context, hashes []uint64) ([]Holders, error) {
-	if err := ctx.Err(); err != nil {
+	var r Refs
+	if err := s.LookupRefs(ctx, "", hashes, &r); err != nil {
 		return nil, err
 	}
-	now := s.opts.Now()
 	out := make([]Holders, len(hashes))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire(now)
-	for i, h := range hashes {
-		e := s.index[h]
-		if e == nil {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i := range hashes {
+		out[i].Count = int(r.Others[i])
+		refs := r.Of(i)
+		if len(refs) == 0 {
 			continue
 		}
-		out[i].Count = int(e.count)
-		ids := make([]string, 0, len(e.holders))
-		for j := len(e.holders) - 1; j >= 0; j-- {
-			if ex := s.bySeq[e.holders[j]]; ex != nil {
-				ids = append(ids, ex.id)
+		ids := make([]string, 0, len(refs))
+		for _, ref := range refs {
+			if slot, ok := s.bySeq[ref]; ok {
+				ids = append(ids, s.exs[slot].id)
 			}
 		}
 		out[i].Exchanges = ids
@@ -197,53 +300,126 @@ func (s *MemoryStore) Lookup(ctx context.Context, hashes []uint64) ([]Holders, e
 	return out, nil
 }
 
+// LookupRefs is [MemoryStore.Lookup] in compact form, leaving exchange
+// exclude out (its own fingerprints are not "others"): it fills dst for
+// hashes, under one read lock and without allocating once dst has grown.
+func (s *MemoryStore) LookupRefs(ctx context.Context, exclude string, hashes []uint64, dst *Refs) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dst.Reset(len(hashes))
+	now := s.opts.Now().UnixNano()
+	s.mu.RLock()
+	if s.head != noSlot && s.exs[s.head].expires <= now {
+		// Forgetting needs the write lock; rare (once per expiry).
+		s.mu.RUnlock()
+		s.mu.Lock()
+		s.expire(now)
+		s.mu.Unlock()
+		s.mu.RLock()
+	}
+	defer s.mu.RUnlock()
+	self := noSlot
+	if slot, ok := s.byID[exclude]; ok && exclude != "" {
+		self = slot
+	}
+	for i, h := range hashes {
+		v, ok := s.index[h]
+		if ok {
+			if v&multiTag == 0 {
+				if v != self {
+					dst.Others[i] = 1
+					dst.Holders = append(dst.Holders, s.exs[v].ref)
+				}
+			} else {
+				p := &s.posts[v&^multiTag]
+				n := p.count
+				for j := len(p.holders) - 1; j >= 0; j-- {
+					if slot := p.holders[j]; slot != self {
+						dst.Holders = append(dst.Holders, s.exs[slot].ref)
+					} else {
+						n--
+					}
+				}
+				dst.Others[i] = n
+			}
+		}
+		dst.Start = append(dst.Start, int32(len(dst.Holders)))
+	}
+	return nil
+}
+
+// ExchangeID returns the ID of the exchange ref refers to, while the store
+// remembers it.
+func (s *MemoryStore) ExchangeID(ref Ref) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	slot, ok := s.bySeq[ref]
+	if !ok {
+		return "", false
+	}
+	return s.exs[slot].id, true
+}
+
 // Len returns the number of remembered exchanges and entries.
 func (s *MemoryStore) Len() (exchanges, entries int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.byID), s.entries
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.live, s.entries
 }
 
 // expire forgets exchanges whose TTL has passed. Exchanges are kept in order
 // of last recording; with one TTL for all, the expired ones are at the
 // front. An exchange recorded with a shorter TTL than a later one is
 // forgotten when it reaches the front.
-func (s *MemoryStore) expire(now time.Time) {
-	for el := s.order.Front(); el != nil; el = s.order.Front() {
-		ex := el.Value.(*memExchange)
-		if ex.expires.After(now) {
-			return
-		}
-		s.forget(ex)
+func (s *MemoryStore) expire(now int64) {
+	for s.head != noSlot && s.exs[s.head].expires <= now {
+		s.forget(s.head)
 	}
 }
 
 // bound forgets the oldest exchanges until the store is within its bounds.
 func (s *MemoryStore) bound() {
-	for (len(s.byID) > s.opts.MaxExchanges || s.entries > s.opts.MaxEntries) && s.order.Len() > 1 {
-		s.forget(s.order.Front().Value.(*memExchange))
+	for (s.live > s.opts.MaxExchanges || s.entries > s.opts.MaxEntries) && s.live > 1 {
+		s.forget(s.head)
 	}
 }
 
-func (s *MemoryStore) forget(ex *memExchange) {
-	s.order.Remove(ex.elem)
+func (s *MemoryStore) forget(slot uint32) {
+	s.unlink(slot)
+	ex := &s.exs[slot]
 	delete(s.byID, ex.id)
-	delete(s.bySeq, ex.seq)
+	delete(s.bySeq, ex.ref)
 	for _, h := range ex.hashes {
-		e := s.index[h]
-		if e == nil {
+		v, ok := s.index[h]
+		if !ok {
 			continue
 		}
-		e.count--
-		for j, seq := range e.holders {
-			if seq == ex.seq {
-				e.holders = append(e.holders[:j], e.holders[j+1:]...)
-				break
+		if v&multiTag == 0 {
+			if v == slot {
+				delete(s.index, h)
 			}
+			continue
 		}
-		if e.count <= 0 {
+		pi := v &^ multiTag
+		p := &s.posts[pi]
+		p.count--
+		if j := slices.Index(p.holders, slot); j >= 0 {
+			p.holders = slices.Delete(p.holders, j, j+1)
+		}
+		switch {
+		case p.count <= 0:
 			delete(s.index, h)
+		case p.count == 1 && len(p.holders) == 1:
+			s.index[h] = p.holders[0] // back to a single holder
+		default:
+			continue
 		}
+		s.posts[pi] = memPosting{}
+		s.freePosts = append(s.freePosts, pi)
 	}
 	s.entries -= len(ex.hashes)
+	*ex = memExchange{prev: noSlot, next: noSlot}
+	s.freeSlots = append(s.freeSlots, slot)
+	s.live--
 }

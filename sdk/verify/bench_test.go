@@ -51,6 +51,7 @@ func BenchmarkVerify4KB(b *testing.B) {
 		if _, err := s.check(ctx, true); err != nil {
 			b.Fatal(err)
 		}
+		s.release()
 	}
 }
 
@@ -78,6 +79,7 @@ func BenchmarkStream4KB(b *testing.B) {
 			}
 		}
 		st.s.closed = true
+		st.s.release()
 	}
 }
 

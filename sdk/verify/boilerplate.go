@@ -2,6 +2,7 @@ package verify
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -83,11 +84,11 @@ résumé suite souhaitez utile vérifier chiffres avant envoyer
 example examples sample test card sandbox dummy placeholder com org net www http https api
 4242 4111 1111 5555 4444 4000 0000 0002`
 
-// commonSet returns commonWords as a set.
-func commonSet() map[string]bool {
-	m := map[string]bool{}
+// commonSet returns commonWords as a set of word hashes (see nextWord).
+func commonSet() hashSet {
+	m := newHashSet(0)
 	for _, w := range strings.Fields(commonWords) {
-		m[w] = true
+		forWords([]byte(w), func(h uint64, _ bool) { m.add(h) })
 	}
 	return m
 }
@@ -96,55 +97,106 @@ func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= utf8.RuneSelf || c == '\''
 }
 
-// informative reports whether the words overlapping text[start:end] (each
-// extended to its ends within text) include one that is not a common word:
-// a name, a number, a code, an uncommon word. The groups of documented test
-// card numbers count as common words. Words split by an apostrophe
-// are judged by their parts ("d'autres" is "d" and "autres").
-func (v *Verifier) informative(text []byte, start, end int) bool {
+// FNV-1a, 64 bits.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// nextWord finds the first word of text at or after i: a maximal run of
+// letters, digits and non-ASCII runes, split at apostrophes ("d'autres" is
+// "d" and "autres"). It returns its span, its hash (FNV-1a of its Unicode
+// simple lower case) and whether it is name-like (holds an upper-case letter
+// or a digit); start == len(text) when there is none.
+func nextWord(text []byte, i int) (start, end int, h uint64, name bool) {
+	for i < len(text) && (!isWordByte(text[i]) || text[i] == '\'') {
+		i++
+	}
+	start = i
+	h = fnvOffset
+	for i < len(text) {
+		c := text[i]
+		if !isWordByte(c) || c == '\'' {
+			break
+		}
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+				name = true
+			} else if c <= '9' {
+				name = true
+			}
+			h = (h ^ uint64(c)) * fnvPrime
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(text[i:])
+		i += size
+		if r == utf8.RuneError && size == 1 {
+			h = (h ^ uint64(c)) * fnvPrime
+			continue
+		}
+		if l := unicode.ToLower(r); l != r {
+			r, name = l, true
+		}
+		var buf [utf8.UTFMax]byte
+		n := utf8.EncodeRune(buf[:], r)
+		for _, b := range buf[:n] {
+			h = (h ^ uint64(b)) * fnvPrime
+		}
+	}
+	return start, i, h, name
+}
+
+// forWords calls fn with the hash of each word of text (see nextWord) and
+// whether it is name-like.
+func forWords(text []byte, fn func(h uint64, name bool)) {
+	for i := 0; i < len(text); {
+		start, end, h, name := nextWord(text, i)
+		if start == len(text) {
+			return
+		}
+		fn(h, name)
+		i = end
+	}
+}
+
+// minWordLen is the length of the shortest informative word: single
+// letters and digits and two-byte tokens ("x", "6", "v1", "id") are too
+// few bits to tell one text from another.
+const minWordLen = 3
+
+// informativeWords appends to dst the spans of the informative words
+// overlapping text[start:end] (each extended to its ends within text):
+// words that are neither common words nor the user's own name-like data
+// (own holds the request's name-like words). A name-like word is the
+// user's own when the request holds it name-like too: answers quote the
+// user's names, codes and identifiers inside stock wording that other
+// answers share ("I will contact Xavier Castellanos at XAVIER.CAST…"),
+// which says nothing about another exchange. Lower-case vocabulary always
+// counts, even when the request used it too, so that foreign prose stays
+// evidence. The groups of documented test card numbers count as common
+// words.
+func (v *Verifier) informativeWords(text []byte, start, end int, own *hashSet, dst []span) []span {
 	for start > 0 && isWordByte(text[start-1]) {
 		start--
 	}
 	for end < len(text) && isWordByte(text[end]) {
 		end++
 	}
-	var buf [48]byte
 	for i := start; i < end; {
-		if !isWordByte(text[i]) || text[i] == '\'' {
-			i++
+		ws, we, h, name := nextWord(text[:end], i)
+		if ws == end {
+			break
+		}
+		i = we
+		if we-ws < minWordLen {
 			continue
 		}
-		j := i
-		ascii := true
-		for j < end && isWordByte(text[j]) && text[j] != '\'' {
-			c := text[j]
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
-			j++
-		}
-		w := text[i:j]
-		i = j
-		if len(w) > len(buf) {
-			return true
-		}
-		var word string
-		if ascii {
-			for k, c := range w {
-				if c >= 'A' && c <= 'Z' {
-					c += 'a' - 'A'
-				}
-				buf[k] = c
-			}
-			if !v.common[string(buf[:len(w)])] {
-				return true
-			}
+		if v.common.has(h) || name && own != nil && own.has(h) {
 			continue
 		}
-		word = strings.ToLower(string(w))
-		if !v.common[word] {
-			return true
-		}
+		dst = append(dst, span{ws, we})
 	}
-	return false
+	return dst
 }

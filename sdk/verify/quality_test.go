@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
@@ -340,16 +342,22 @@ func (g *gen) exchange(v *Verifier, id string) *genExchange {
 // exchange after the first 20 carries a fragment of 64 bytes or more of an
 // earlier exchange: a window of its request around a person's e-mail (a
 // sensitive entity), a window of its canary line holding its canary, or a
-// window of its own prose (request or recorded response), cut anywhere.
-// The issue's goal is enforced exactly: every fragment is caught by the
-// signal of its kind, naming the source exchange where the signal names
-// one, and no clean exchange raises any signal (clean answers quote the
-// user's own data, write example values, quote the shared system prompts
-// and use stock phrases).
+// window of its own prose (request or recorded response) carrying 64
+// distinctive bytes (see docFreq.distinctive), cut anywhere. The issue's
+// goal is enforced exactly: every fragment is caught by the signal of its
+// kind, naming the source exchange where the signal names one, and no
+// clean exchange raises any signal (clean answers quote the user's own
+// data, write example values, quote the shared system prompts and use stock
+// phrases). AISHIELD_QUALITY_SEED=n measures another corpus.
 func TestQuality(t *testing.T) {
 	ctx := context.Background()
 	v := newTestVerifier(t, Options{Boilerplate: []string{disclaimer}})
-	g := newGen(2026, 155)
+	g := newGen(2026+qualitySeed(), 155)
+	// Piece sizes come from their own source, so that where a stream is
+	// cut does not change the exchanges generated after it.
+	pieces := rand.New(rand.NewPCG(155, 2026))
+	df := newDocFreq(v.opts.Fingerprint)
+	widened, widenedBytes, redrawn := 0, 0, 0
 	const n = 1600
 	type source struct {
 		ge   *genExchange
@@ -390,27 +398,68 @@ func TestQuality(t *testing.T) {
 				lo = g.r.IntN(lo + 1)
 				frag = line[lo : lo+l]
 			case "text":
-				var long []string
-				for _, p := range src.text {
-					if len(p) >= 64 {
-						long = append(long, p)
+				// The fragment must carry 64 bytes of the source's own
+				// text: bytes in no k-gram that more than
+				// DefaultMaxDocFreq other exchanges hold. The issue's rule
+				// is that material seen in many exchanges does not count,
+				// and the generator's wording is shared ("...toryarholics
+				// under ticket QUI-" is in over a hundred exchanges), so a
+				// window is widened, word by word, until it carries 64
+				// distinctive bytes; a text that cannot is passed over
+				// for another (up to 50 draws, counted).
+				for try := 0; try < 50 && frag == ""; try++ {
+					if try > 0 {
+						src = done[g.r.IntN(len(done))]
+						redrawn++
 					}
+					var long []string
+					for _, p := range src.text {
+						if len(p) >= 64 {
+							long = append(long, p)
+						}
+					}
+					if len(long) == 0 {
+						continue
+					}
+					text := long[g.r.IntN(len(long))]
+					l := min(len(text), 64+g.r.IntN(97))
+					s := g.r.IntN(len(text) - l + 1)
+					e := s + l
+					for df.distinctive(text[s:e]) < 64 && (s > 0 || e < len(text)) {
+						if e < len(text) {
+							if j := strings.IndexByte(text[e+1:], ' '); j >= 0 {
+								e += 1 + j
+							} else {
+								e = len(text)
+							}
+						} else {
+							s = strings.LastIndexByte(text[:s-1], ' ') + 1
+						}
+					}
+					if df.distinctive(text[s:e]) < 64 {
+						continue
+					}
+					if e-s > l {
+						widened++
+						widenedBytes += e - s - l
+					}
+					frag = text[s:e]
 				}
-				text := long[g.r.IntN(len(long))]
-				l := min(len(text), 64+g.r.IntN(97))
-				s := g.r.IntN(len(text) - l + 1)
-				frag = text[s : s+l]
 			}
-			if len(frag) < 64 {
-				t.Fatalf("generator: %s fragment of %d bytes", kind, len(frag))
+			if frag == "" {
+				kind = ""
+			} else {
+				if len(frag) < 64 {
+					t.Fatalf("generator: %s fragment of %d bytes", kind, len(frag))
+				}
+				fragMin, fragMax, fragSum = min(fragMin, len(frag)), max(fragMax, len(frag)), fragSum+len(frag)
+				at := g.r.IntN(len(response))
+				for at > 0 && response[at-1] != ' ' {
+					at--
+				}
+				response = response[:at] + frag + " " + response[at:]
+				injected[kind]++
 			}
-			fragMin, fragMax, fragSum = min(fragMin, len(frag)), max(fragMax, len(frag)), fragSum+len(frag)
-			at := g.r.IntN(len(response))
-			for at > 0 && response[at-1] != ' ' {
-				at--
-			}
-			response = response[:at] + frag + " " + response[at:]
-			injected[kind]++
 		}
 		// Half the exchanges are streamed in small random pieces.
 		var vd *Verdict
@@ -422,7 +471,7 @@ func TestQuality(t *testing.T) {
 				t.Fatal(err)
 			}
 			for p := response; len(p) > 0; {
-				k := min(len(p), 1+g.r.IntN(12))
+				k := min(len(p), 1+pieces.IntN(12))
 				_, stop, err := st.Write(ctx, inbound.Delta{Text: p[:k], ID: "chatcmpl-" + ge.ex.ID})
 				if err != nil {
 					t.Fatal(err)
@@ -450,6 +499,17 @@ func TestQuality(t *testing.T) {
 				if debugQuality {
 					for _, s := range vd.Signals {
 						t.Logf("shared %q", response[s.Start:min(s.End, len(response))])
+						own := map[uint64]bool{}
+						for _, x := range ge.ex.Sent {
+							fingerprint.KGrams([]byte(x), v.opts.Fingerprint, func(h uint64) { own[h] = true })
+						}
+						for _, f := range fingerprint.OfString(response, v.opts.Fingerprint) {
+							if f.End < s.Start || f.Offset > s.End {
+								continue
+							}
+							hs, _ := v.store.Lookup(ctx, []uint64{f.Hash})
+							t.Logf("  fp %3d-%3d %q count=%d own=%v holders=%v", f.Offset, f.End, response[f.Offset:f.End], hs[0].Count, own[f.Hash], hs[0].Exchanges)
+						}
 					}
 				}
 			}
@@ -470,6 +530,19 @@ func TestQuality(t *testing.T) {
 				t.Logf("missed %s fragment of %s in %s (%d bytes): %+v", kind, src.ge.ex.ID, ge.ex.ID, len(frag), vd.Signals)
 				if debugQuality {
 					t.Logf("fragment %q", frag)
+					t.Logf("response %q", response)
+					own := map[uint64]bool{}
+					for _, x := range ge.ex.Sent {
+						fingerprint.KGrams([]byte(x), v.opts.Fingerprint, func(h uint64) { own[h] = true })
+					}
+					fat := strings.Index(response, frag)
+					for _, f := range fingerprint.OfString(response, v.opts.Fingerprint) {
+						if f.End < fat-10 || f.Offset > fat+len(frag)+10 {
+							continue
+						}
+						hs, _ := v.store.Lookup(ctx, []uint64{f.Hash})
+						t.Logf("  fp %3d-%3d %q count=%d own=%v src=%v words=%v", f.Offset, f.End, response[f.Offset:f.End], hs[0].Count, own[f.Hash], slices.Contains(hs[0].Exchanges, src.ge.ex.ID), v.informativeWords([]byte(response), f.Offset, f.End, nil, nil))
+					}
 				}
 			}
 		}
@@ -483,6 +556,14 @@ func TestQuality(t *testing.T) {
 			}
 		}
 		done = append(done, seen)
+		// What the store saw of this exchange: its request, and its
+		// response when it was verified to the end.
+		df.add(append(append([]string(nil), ge.ex.Sent...), func() string {
+			if complete {
+				return response
+			}
+			return ""
+		}()))
 	}
 	total, totalCaught := 0, 0
 	for _, k := range kinds {
@@ -495,21 +576,73 @@ func TestQuality(t *testing.T) {
 	if total < 500 || clean < 1000 {
 		t.Fatalf("too few exchanges measured: %d contaminated, %d clean", total, clean)
 	}
-	// Exact goals: entities, canaries, no false alarm. Text fragments: the
-	// measured level (174/176: one 64-byte fragment whose distinctive words
-	// sit next to the generator's shared "under ticket" words, and one
-	// streamed response cut on another exchange's shared text first) pins
-	// the current quality; the goal is all of them.
-	if caught["entity"] != injected["entity"] || caught["canary"] != injected["canary"] {
-		t.Errorf("entity or canary fragments missed")
+	t.Logf("text fragments widened to carry 64 distinctive bytes: %d (by %d bytes on average); source texts passed over (under 64 distinctive bytes in all): %d",
+		widened, widenedBytes/max(1, widened), redrawn)
+	// The issue's goals, exactly: every fragment caught by its signal
+	// naming its source, no false alarm.
+	for _, k := range kinds {
+		if caught[k] != injected[k] {
+			t.Errorf("%s fragments caught %d/%d, want all", k, caught[k], injected[k])
+		}
 	}
 	if cleanFlagged > 0 {
 		t.Errorf("%d false alarms on clean exchanges, want 0", cleanFlagged)
 	}
-	if caught["text"]*100 < injected["text"]*98 {
-		t.Errorf("text fragments caught %d/%d, want >= 98%%", caught["text"], injected["text"])
+}
+
+// docFreq counts, for every k-gram (all of them, not only winnowed
+// fingerprints), how many exchanges the store saw it in: the test's own
+// measure of what is shared wording, independent of the verifier.
+type docFreq struct {
+	opts fingerprint.Options
+	n    map[uint64]int32
+}
+
+func newDocFreq(opts fingerprint.Options) *docFreq {
+	opts.Window = 1
+	return &docFreq{opts: opts, n: map[uint64]int32{}}
+}
+
+// add counts the k-grams of one exchange's texts.
+func (d *docFreq) add(texts []string) {
+	seen := map[uint64]bool{}
+	for _, t := range texts {
+		for _, f := range fingerprint.OfString(t, d.opts) {
+			if !seen[f.Hash] {
+				seen[f.Hash] = true
+				d.n[f.Hash]++
+			}
+		}
 	}
+}
+
+// distinctive returns the number of bytes of frag, a text of one exchange,
+// that lie in no k-gram held by more than DefaultMaxDocFreq other
+// exchanges: bytes of shared wording do not count, even when k-grams that
+// straddle them into rarer words are rare.
+func (d *docFreq) distinctive(frag string) int {
+	common, end := 0, 0
+	for _, f := range fingerprint.OfString(frag, d.opts) {
+		if d.n[f.Hash] <= DefaultMaxDocFreq+1 {
+			continue
+		}
+		if f.Offset >= end {
+			common += f.End - f.Offset
+		} else if f.End > end {
+			common += f.End - end
+		}
+		end = max(end, f.End)
+	}
+	return len(frag) - common
 }
 
 // debugQuality logs the text of misses and false alarms.
 const debugQuality = false
+
+// qualitySeed offsets the generator's seed by AISHIELD_QUALITY_SEED (0 when
+// unset), to measure other corpora than the pinned one.
+func qualitySeed() uint64 {
+	var n uint64
+	_, _ = fmt.Sscan(os.Getenv("AISHIELD_QUALITY_SEED"), &n)
+	return n
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -20,29 +21,87 @@ type session struct {
 	ex *inbound.Exchange
 
 	own       map[string]bool // entity hashes of the request
-	ownFP     map[uint64]bool // fingerprints of the request
 	templates map[int]bool    // template tokens present in the request
 	canary    string          // this exchange's canary token, "" none
 
 	buf      []byte // response text so far
 	verified int    // bytes of buf checked for span signals
-	win      *fingerprint.Winnower
-	respFP   []uint64
-	pending  []fingerprint.Fingerprint // cross: fingerprints to look up
-	hashes   []uint64                  // cross: their hashes
-	runs     map[string]*run
-	reported map[string]bool // dedupe key of reported signals
+	*scratch        // returned to the Verifier's pool on Close
+
+	names    []string // sources of stores without compact answers
+	runs     []run
+	reported []fingerprint.Ref
 
 	firstID, firstModel string
 	idChanged           bool
 	closed              bool
 }
 
-type run struct {
-	n          int
-	start, end int
-	covered    int
+// scratch is the working memory of a session that nothing references after
+// Close: it is reused by later sessions.
+type scratch struct {
+	win      *fingerprint.Winnower
+	grams    hashSet  // every k-gram of the request
+	ownWords hashSet  // name-like words of the request, on first use
+	hasWords bool     // ownWords computed
+	respFP   []uint64 // the response's fingerprints, recorded on Close
+	record   []uint64 // the request's, recorded by Begin
+	req      []byte   // the request's texts
+	texts    []span   // its distinct texts in req (written and sent)
+	sent     []span   // the texts that left
+
+	// Cross-exchange state: fingerprints taken from the winnower, those to
+	// look up, their hashes, the store's answer (sources are
+	// fingerprint.Refs: the memory store's own, or indices+1 into names
+	// for other stores), and the informative words of one fingerprint.
+	fps     []fingerprint.Fingerprint
+	pending []fingerprint.Fingerprint
+	hashes  []uint64
+	refs    fingerprint.Refs
+	words   []span
 }
+
+// maxPooledSlots bounds the hash tables kept for reuse (a huge request's
+// are dropped).
+const maxPooledSlots = 1 << 16
+
+func (v *Verifier) getScratch() *scratch {
+	if sc, ok := v.scratch.Get().(*scratch); ok {
+		sc.win.Reset()
+		sc.hasWords = false
+		sc.respFP, sc.fps = sc.respFP[:0], sc.fps[:0]
+		return sc
+	}
+	return &scratch{win: fingerprint.NewWinnower(v.opts.Fingerprint)}
+}
+
+func (v *Verifier) putScratch(sc *scratch) {
+	if len(sc.grams.slots) > maxPooledSlots || len(sc.ownWords.slots) > maxPooledSlots ||
+		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots {
+		return
+	}
+	v.scratch.Put(sc)
+}
+
+// release returns the scratch memory to the pool, once.
+func (s *session) release() {
+	if s.scratch != nil {
+		s.v.putScratch(s.scratch)
+		s.scratch = nil
+	}
+}
+
+// run is a run of consecutive counted fingerprints shared with one source.
+type run struct {
+	src        fingerprint.Ref
+	n          int // counted fingerprints
+	start, end int // response bytes from the first one's start to the last one's end
+	covered    int // bytes covered by counted fingerprints (their union)
+	words      int // bytes of distinct informative words within them
+	wordEnd    int // end of the last informative word counted
+}
+
+type span struct{ start, end int }
 
 // Begin implements inbound.Verifier. It records the request's fingerprints
 // and canary in the store.
@@ -54,15 +113,29 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	if ex == nil || ex.ID == "" {
 		return nil, errors.New("verify: exchange without ID")
 	}
-	s := &session{
-		v: v, ex: ex,
-		own:      map[string]bool{},
-		ownFP:    map[uint64]bool{},
-		runs:     map[string]*run{},
-		reported: map[string]bool{},
-		win:      fingerprint.NewWinnower(v.opts.Fingerprint),
+	s := &session{v: v, ex: ex, own: map[string]bool{}, scratch: v.getScratch()}
+	// The request's texts, as written and as sent, copied once into the
+	// scratch buffer: texts are the distinct ones, sent those that left.
+	s.req, s.texts, s.sent = s.req[:0], s.texts[:0], s.sent[:0]
+	add := func(t string) span {
+		sp := span{len(s.req), len(s.req) + len(t)}
+		s.req = append(s.req, t...)
+		s.texts = append(s.texts, sp)
+		return sp
 	}
-	texts := append(append([]string(nil), ex.Texts...), ex.Sent...)
+	for _, t := range ex.Texts {
+		add(t)
+	}
+	for i, t := range ex.Sent {
+		if i < len(ex.Texts) && ex.Texts[i] == t {
+			s.sent = append(s.sent, s.texts[i])
+		} else {
+			s.sent = append(s.sent, add(t))
+		}
+	}
+	if len(ex.Sent) == 0 {
+		s.sent = append(s.sent, s.texts...)
+	}
 	if v.on(inbound.SignalForeignEntity) {
 		if len(ex.Findings) > 0 {
 			for _, fs := range ex.Findings {
@@ -71,9 +144,10 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 				}
 			}
 		} else {
-			for _, t := range texts {
-				fs, err := v.scanner.ScanString(ctx, t)
+			for _, t := range s.texts {
+				fs, err := v.scanner.Scan(ctx, s.req[t.start:t.end])
 				if err != nil {
+					s.release()
 					return nil, fmt.Errorf("verify: scanning the request: %w", err)
 				}
 				for _, f := range fs {
@@ -83,29 +157,39 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		}
 	}
 	if v.on(inbound.SignalTemplateFragment) {
-		s.templates = v.templates.present(texts)
-	}
-	var record []uint64
-	sent := ex.Sent
-	if len(sent) == 0 {
-		sent = ex.Texts
-	}
-	for i, t := range sent {
-		for _, f := range fingerprint.OfString(t, v.opts.Fingerprint) {
-			if !s.ownFP[f.Hash] {
-				s.ownFP[f.Hash] = true
-				record = append(record, f.Hash)
-			}
-		}
-		if i < len(ex.Texts) && ex.Texts[i] != t {
-			for _, f := range fingerprint.OfString(ex.Texts[i], v.opts.Fingerprint) {
-				s.ownFP[f.Hash] = true
-			}
+		for _, t := range s.texts {
+			v.templates.find(s.req[t.start:t.end], func(h templateHit) {
+				if s.templates == nil {
+					s.templates = map[int]bool{}
+				}
+				s.templates[h.token] = true
+			})
 		}
 	}
-	for _, t := range texts {
-		findCanaries([]byte(t), func(h canaryHit) {
-			if h.token == v.Mint(ex.ID) {
+	// The request's fingerprints are recorded; every k-gram of it (as sent
+	// and as written) is the exchange's own material, never evidence.
+	crossOn := v.on(inbound.SignalCrossExchange)
+	if crossOn {
+		s.grams.reset(len(s.req))
+		addGram := func(h uint64) { s.grams.add(h) }
+		for _, t := range s.texts {
+			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+		}
+	}
+	record := s.record[:0]
+	for _, t := range s.sent {
+		s.win.Reset()
+		_, _ = s.win.Write(s.req[t.start:t.end])
+		s.fps = s.win.TakeAppend(s.fps[:0])
+		for _, f := range s.fps {
+			record = append(record, f.Hash)
+		}
+	}
+	s.win.Reset()
+	mine := v.Mint(ex.ID)
+	for _, t := range s.texts {
+		findCanaries(s.req[t.start:t.end], func(h canaryHit) {
+			if h.token == mine {
 				s.canary = h.token
 			}
 		})
@@ -119,8 +203,10 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	for h := range s.own {
 		record = append(record, entityKey(h))
 	}
-	if v.on(inbound.SignalCrossExchange) || v.on(inbound.SignalCanary) {
+	s.record = record
+	if crossOn || v.on(inbound.SignalCanary) {
 		if err := v.store.Record(ctx, ex.ID, record, v.ttl); err != nil {
+			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
 		}
 	}
@@ -157,7 +243,7 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 		}
 	}
 	s.buf = append(s.buf, d.Text...)
-	_, _ = s.win.WriteString(d.Text)
+	_, _ = s.win.Write(s.buf[len(s.buf)-len(d.Text):])
 	got, err := s.check(ctx, false)
 	return append(sigs, got...), err
 }
@@ -168,6 +254,7 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 		return nil, errors.New("verify: session closed twice")
 	}
 	s.closed = true
+	defer s.release()
 	sigs, err := s.check(ctx, true)
 	if err != nil {
 		return sigs, err
@@ -226,7 +313,8 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 	}
 	// Fingerprints are exact as soon as their k-gram is complete.
 	if v.on(inbound.SignalCrossExchange) {
-		got, err := s.cross(ctx, s.win.Take())
+		s.fps = s.win.TakeAppend(s.fps[:0])
+		got, err := s.cross(ctx, s.fps)
 		sigs = append(sigs, got...)
 		if err != nil {
 			return sigs, err
@@ -355,12 +443,15 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 // exchanges.
 //
 // A fingerprint is neutral (it neither counts as evidence nor breaks a run)
-// when it is one of this exchange's own request, when it is boilerplate
-// (built in, configured, or held by more than MaxDocFreq other exchanges),
-// or when its k-gram is made only of common words. Only the remaining ones
-// are looked up in the store, in one batch; among them, one that no other
-// exchange holds breaks every run, and one held by exchange X extends the
-// run with X and counts the bytes it covers as evidence.
+// when its k-gram occurs anywhere in this exchange's own request, when it
+// is boilerplate (built in, configured, or held by more than MaxDocFreq
+// other exchanges), or when its words are all common words or the user's
+// own name-like data (see informative). Only the fingerprints that are not
+// own or built-in boilerplate are looked up in the store, in one batch;
+// among them, one that no other exchange holds breaks every run, and one
+// held by exchange X extends the run with X. A run is contamination once
+// it holds MinRun fingerprints covering MinSpan bytes whose informative
+// words total MinWordBytes.
 func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]inbound.Signal, error) {
 	if len(fps) == 0 {
 		return nil, nil
@@ -370,7 +461,7 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 	s.hashes = s.hashes[:0]
 	for _, f := range fps {
 		s.respFP = append(s.respFP, f.Hash)
-		if s.ownFP[f.Hash] || v.boilerplate[f.Hash] {
+		if s.grams.has(f.Hash) || v.boilerplate.has(f.Hash) {
 			continue
 		}
 		s.pending = append(s.pending, f)
@@ -379,40 +470,44 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 	if len(s.hashes) == 0 {
 		return nil, nil
 	}
-	holders, err := v.store.Lookup(ctx, s.hashes)
-	if err != nil {
+	if err := s.lookup(ctx); err != nil {
 		return nil, fmt.Errorf("verify: fingerprint lookup: %w", err)
 	}
 	var sigs []inbound.Signal
 	for i, f := range s.pending {
-		h := holders[i]
-		others := h.Count
-		for _, id := range h.Exchanges {
-			if id == s.ex.ID {
-				others--
-			}
-		}
+		others := int(s.refs.Others[i])
 		if others <= 0 {
-			clear(s.runs) // text nobody else wrote
+			s.runs = s.runs[:0] // text nobody else wrote
 			continue
 		}
-		if others > v.opts.MaxDocFreq || !v.informative(s.buf, f.Offset, min(f.End, len(s.buf))) {
+		if others > v.opts.MaxDocFreq || !s.informative(f.Offset, min(f.End, len(s.buf))) {
 			continue // common: neutral
 		}
+		holders := s.refs.Of(i)
 		// A run with exchange X goes on while X holds the fingerprints.
-		for id := range s.runs {
-			if !contains(h.Exchanges, id) {
-				delete(s.runs, id)
+		k := 0
+		for _, r := range s.runs {
+			if slices.Contains(holders, r.src) {
+				s.runs[k] = r
+				k++
 			}
 		}
-		for _, id := range h.Exchanges {
-			if id == s.ex.ID {
-				continue
+		s.runs = s.runs[:k]
+		for _, src := range holders {
+			j := 0
+			for j < len(s.runs) && s.runs[j].src != src {
+				j++
 			}
-			r := s.runs[id]
-			if r == nil {
-				r = &run{start: f.Offset, end: f.Offset}
-				s.runs[id] = r
+			if j == len(s.runs) {
+				s.runs = append(s.runs, run{src: src, start: f.Offset, end: f.Offset})
+			}
+			r := &s.runs[j]
+			if f.Offset-r.end > v.opts.MinSpan {
+				// A long stretch of neutral text (a quoted system prompt,
+				// a disclaimer) separates this fingerprint from the run:
+				// what two answers share on either side of shared
+				// boilerplate is not one copied fragment.
+				*r = run{src: src, start: f.Offset, end: f.Offset}
 			}
 			r.n++
 			// Evidence is the bytes covered by the counted fingerprints
@@ -423,24 +518,103 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				r.covered += f.End - r.end
 			}
 			r.end = max(r.end, f.End)
-			if r.n >= v.opts.MinRun && r.covered >= v.opts.MinSpan && !s.reported["x:"+id] {
-				s.reported["x:"+id] = true
-				sigs = append(sigs, inbound.Signal{ID: inbound.SignalCrossExchange, Start: r.start, End: r.end,
-					Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Sources: []string{id}, Confidence: 0.9,
-					Message: fmt.Sprintf("%d bytes of text shared with exchange %s (%d fingerprints in a row)", r.covered, id, r.n)})
+			for _, w := range s.words {
+				if w.start >= r.wordEnd {
+					r.words += w.end - w.start
+					r.wordEnd = w.end
+				}
 			}
+			if r.n < v.opts.MinRun || r.covered < v.opts.MinSpan || r.words < v.opts.MinWordBytes || slices.Contains(s.reported, src) {
+				continue
+			}
+			s.reported = append(s.reported, src)
+			sig := inbound.Signal{ID: inbound.SignalCrossExchange, Start: r.start, End: r.end,
+				Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Confidence: 0.9}
+			if id, ok := s.name(src); ok {
+				sig.Sources = []string{id}
+				sig.Message = fmt.Sprintf("%d bytes of text shared with exchange %s (%d fingerprints in a row)", r.covered, id, r.n)
+			} else {
+				sig.Message = fmt.Sprintf("%d bytes of text shared with an exchange no longer remembered (%d fingerprints in a row)", r.covered, r.n)
+			}
+			sigs = append(sigs, sig)
 		}
 	}
 	return sigs, nil
 }
 
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
+// refStore is implemented by stores that answer lookups in compact form
+// (fingerprint.MemoryStore).
+type refStore interface {
+	LookupRefs(ctx context.Context, exclude string, hashes []uint64, dst *fingerprint.Refs) error
+	ExchangeID(ref fingerprint.Ref) (string, bool)
+}
+
+// lookup fills s.refs for s.hashes, leaving this exchange out. Stores
+// without a compact form answer with IDs, which the session numbers itself.
+func (s *session) lookup(ctx context.Context) error {
+	if rs := s.v.refStore; rs != nil {
+		return rs.LookupRefs(ctx, s.ex.ID, s.hashes, &s.refs)
+	}
+	hs, err := s.v.store.Lookup(ctx, s.hashes)
+	if err != nil {
+		return err
+	}
+	s.refs.Reset(len(s.hashes))
+	for i, h := range hs {
+		n := h.Count
+		for _, id := range h.Exchanges {
+			if id == s.ex.ID {
+				n--
+				continue
+			}
+			j := slices.Index(s.names, id)
+			if j < 0 {
+				j = len(s.names)
+				s.names = append(s.names, id)
+			}
+			s.refs.Holders = append(s.refs.Holders, fingerprint.Ref(j+1))
+		}
+		s.refs.Others[i] = int32(n)
+		s.refs.Start = append(s.refs.Start, int32(len(s.refs.Holders)))
+	}
+	return nil
+}
+
+// name returns the exchange ID of a source.
+func (s *session) name(src fingerprint.Ref) (string, bool) {
+	if rs := s.v.refStore; rs != nil {
+		return rs.ExchangeID(src)
+	}
+	if i := int(src) - 1; i >= 0 && i < len(s.names) {
+		return s.names[i], true
+	}
+	return "", false
+}
+
+// informative reports whether the words overlapping s.buf[start:end] hold
+// an informative one (see Verifier.informative) and leaves their spans in
+// s.words.
+func (s *session) informative(start, end int) bool {
+	s.words = s.v.informativeWords(s.buf, start, end, s.requestWords(), s.words[:0])
+	return len(s.words) > 0
+}
+
+// requestWords returns the name-like words of the exchange's request (see
+// informative), computed on first use.
+func (s *session) requestWords() *hashSet {
+	if !s.hasWords {
+		s.hasWords = true
+		s.ownWords.reset(len(s.req) / 16)
+		add := func(h uint64, name bool) {
+			if name {
+				s.ownWords.add(h)
+			}
+		}
+		for _, t := range s.texts {
+			forWords(s.req[t.start:t.end], add)
 		}
 	}
-	return false
+	return &s.ownWords
 }
 
 // allowList holds the policy's allow-listed values and domains, normalised.

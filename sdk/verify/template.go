@@ -128,17 +128,3 @@ func (m *templateMatcher) find(text []byte, hit func(templateHit)) {
 		}
 	}
 }
-
-// present returns the set of template tokens occurring in texts.
-func (m *templateMatcher) present(texts []string) map[int]bool {
-	var out map[int]bool
-	for _, t := range texts {
-		m.find([]byte(t), func(h templateHit) {
-			if out == nil {
-				out = map[int]bool{}
-			}
-			out[h.token] = true
-		})
-	}
-	return out
-}

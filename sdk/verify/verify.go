@@ -51,6 +51,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aishield/aishield/classifiers"
@@ -65,6 +66,7 @@ const (
 	DefaultMinRun          = 2
 	DefaultMinSpan         = 48
 	DefaultMaxDocFreq      = 8
+	DefaultMinWordBytes    = 13
 	DefaultUsageRatio      = 0.5
 	DefaultMinPromptTokens = 64
 	DefaultMaxEntityLen    = 256
@@ -104,6 +106,12 @@ type Options struct {
 	// rarely reach 48 bytes, are not.
 	MinRun  int
 	MinSpan int
+	// MinWordBytes: the run's fingerprints must also hold at least this
+	// many bytes of informative words (neither common words nor the
+	// user's own names and identifiers), so that shared stock wording
+	// around one chance word ("…/v1/zugar with the header X-Request-Id:
+	// 6…") is not taken for copied text. 0 means DefaultMinWordBytes.
+	MinWordBytes int
 	// MaxDocFreq: fingerprints held by more other exchanges than this are
 	// boilerplate and ignored; 0 means DefaultMaxDocFreq.
 	MaxDocFreq int
@@ -137,8 +145,10 @@ type Verifier struct {
 	ttl         time.Duration
 	canaryKey   []byte
 	templates   *templateMatcher
-	boilerplate map[uint64]bool
-	common      map[string]bool
+	boilerplate hashSet
+	refStore    refStore
+	common      hashSet
+	scratch     sync.Pool // *scratch
 	allow       allowList
 	holdBack    int
 }
@@ -156,6 +166,9 @@ func New(opts Options) (*Verifier, error) {
 	}
 	if v.opts.MinSpan <= 0 {
 		v.opts.MinSpan = DefaultMinSpan
+	}
+	if v.opts.MinWordBytes <= 0 {
+		v.opts.MinWordBytes = DefaultMinWordBytes
 	}
 	if v.opts.MaxDocFreq <= 0 {
 		v.opts.MaxDocFreq = DefaultMaxDocFreq
@@ -186,6 +199,7 @@ func New(opts Options) (*Verifier, error) {
 	if v.store == nil {
 		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: opts.Inbound.MaxExchanges})
 	}
+	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey
 	if len(v.canaryKey) == 0 {
 		v.canaryKey = make([]byte, 32)
@@ -197,7 +211,7 @@ func New(opts Options) (*Verifier, error) {
 	// Every k-gram of a boilerplate text (window 1), not only its
 	// fingerprints: the fingerprints a response selects inside a phrase
 	// depend on the text around it.
-	v.boilerplate = map[uint64]bool{}
+	v.boilerplate = newHashSet(0)
 	all := v.opts.Fingerprint
 	all.Window = 1
 	bp := opts.Boilerplate
@@ -206,7 +220,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	for _, b := range bp {
 		for _, f := range fingerprint.OfString(b, all) {
-			v.boilerplate[f.Hash] = true
+			v.boilerplate.add(f.Hash)
 		}
 	}
 	v.common = commonSet()
