@@ -28,7 +28,27 @@
 // placeholder-shaped token minted for another request is left in place and
 // reported as the signal "inbound.foreign_placeholder" (blocking by default),
 // because a response carrying another request's placeholder is by
-// definition foreign material. Streams are restored with a hold-back window
+// definition foreign material. The keyed tag (the hex digits) is a
+// placeholder's identity: a placeholder of this exchange whose label the
+// model mangled ("[[PIPII_EMAIL_3f9a1c2b]]") is restored, one whose tag the
+// model spliced from two of this exchange's tags is left in place without
+// a signal, and only a tag this exchange never minted is foreign.
+//
+// Error responses (any non-2xx status) are the provider's, not model
+// output: they are delivered as they came, without restoring placeholders
+// and without the verifier (nothing of them is remembered, so the same
+// error text answered twice is not cross-exchange material); only the
+// exact foreign-placeholder check applies to them.
+//
+// A streamed OpenAI chat or completions request that does not ask for
+// usage is sent with stream_options.include_usage (unless
+// Options.NoStreamUsage), so that the provider's prompt count reaches the
+// verifier, and the usage chunk is removed from what the caller reads. When
+// the destination declares its tokenizer (policies.Destination.Tokenizer),
+// a prompt count under [TightUsageRatio] of the exact local count of the
+// prompt as sent is inbound.usage_mismatch: a silently truncated prompt.
+//
+// Streams are restored with a hold-back window
 // (a placeholder split across events is completed before release), and each
 // event is released only once the verifier vouches for its text; on a
 // blocking signal the stream is cut and reading it returns

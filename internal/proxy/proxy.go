@@ -28,7 +28,9 @@
 // capacity), a contaminated response (502), a failure of the guard (500, or
 // 400 for an unparsable body), an oversized body (413), an upstream that
 // times out (504), cannot be reached or resets (502), or answers 5xx (its
-// status, with a clear message). A stream that fails or is cut after its
+// status, with a clear message). The upstream's own errors below 500 (a 400
+// context_length_exceeded, a 429) reach the client as the upstream wrote
+// them. A stream that fails or is cut after its
 // headers were sent ends with an error event in the same format; nothing
 // unverified is released (the guard holds text back until verified).
 //
