@@ -1,0 +1,271 @@
+package classifiers
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+)
+
+// The findings corpus is a differential harness for engine changes: every
+// finding (detector, span, position, confidence, preview, hash) of a fixed
+// set of generated inputs, scanned with and without IncludeReserved, whole
+// and in small chunks. TestFindingsCorpus compares the digest of the dump
+// with testdata/findings_corpus.sha256; set AISHIELD_FINDINGS_DUMP=file to
+// write the dump itself, so two versions of the engine can be diffed line by
+// line. A change of behaviour that is intended updates the digest file
+// (AISHIELD_FINDINGS_UPDATE=1) in the same commit.
+
+// corpusInputs returns the named inputs of the findings corpus.
+func corpusInputs() []struct {
+	name string
+	text []byte
+} {
+	type in = struct {
+		name string
+		text []byte
+	}
+	var out []in
+	out = append(out, in{"dense", denseCorpus(1 << 20)})
+	out = append(out, in{"clean", cleanCorpus(256 << 10)})
+	for seed := uint64(1); seed <= 4; seed++ {
+		out = append(out, in{fmt.Sprintf("dense-seed%d", seed), denseCorpusSeed(128<<10, seed)})
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		out = append(out, in{fmt.Sprintf("phones%d", seed), phoneCorpus(64<<10, seed)})
+	}
+	for seed := uint64(1); seed <= 6; seed++ {
+		out = append(out, in{fmt.Sprintf("corrupt%d", seed), corrupt(denseCorpusSeed(96<<10, seed+10), seed, 0.002*float64(seed))})
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		out = append(out, in{fmt.Sprintf("mixed%d", seed), mixedCorpus(64<<10, seed)})
+	}
+	for seed := uint64(1); seed <= 4; seed++ {
+		r := rand.New(rand.NewPCG(seed, 99))
+		out = append(out, in{fmt.Sprintf("random%d", seed), randomText(r, 64<<10)})
+	}
+	out = append(out, in{"corrupt-mixed", corrupt(mixedCorpus(64<<10, 9), 9, 0.01)})
+	return out
+}
+
+// denseCorpusSeed is denseCorpus with another seed and more kinds of lines
+// (the benchmark's own corpus stays as it is).
+func denseCorpusSeed(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 9))
+	var b bytes.Buffer
+	for b.Len() < n {
+		switch r.IntN(12) {
+		case 0:
+			fmt.Fprintf(&b, "Contact: user%d@acme-corp%d.fr, tel +33 6 %02d %02d %02d %02d\n", r.IntN(1e6), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100))
+		case 1:
+			fmt.Fprintf(&b, "Card %s exp 12/27\n", groups4(luhnComplete(fmt.Sprintf("4970%011d", r.Int64N(1e11)))))
+		case 2:
+			fmt.Fprintf(&b, "IBAN %s\n", groups4(makeIBAN("FR", fmt.Sprintf("30004%05d%011d00", r.IntN(1e5), r.Int64N(1e11)))))
+		case 3:
+			fmt.Fprintf(&b, "SSN %03d-%02d-%04d from 81.%d.%d.%d\n", 100+r.IntN(800), r.IntN(100), r.IntN(10000), r.IntN(256), r.IntN(256), r.IntN(256))
+		case 4:
+			fmt.Fprintf(&b, "GITHUB_TOKEN=%s\n", makeGitHub("ghp", fmt.Sprintf("aB3dE5fG7hJ9kL1mN3pQ%010d", r.Int64N(1e10))))
+		case 5:
+			fmt.Fprintf(&b, "password = \"Xk9#mP2$v%dLq7\"\nCONFIDENTIAL\n", r.IntN(1e6))
+		case 6:
+			fmt.Fprintf(&b, "TLP:AMBER — NIR %s, SIREN 732 829 320\n", makeNIR(fmt.Sprintf("%d%02d%02d75%06d", 1+r.IntN(2), r.IntN(100), 1+r.IntN(12), r.IntN(1e6))))
+		case 7:
+			fmt.Fprintf(&b, "Card %s\n", luhnComplete(fmt.Sprintf("5%d%013d", 1+r.IntN(5), r.Int64N(1e13))))
+		case 8:
+			fmt.Fprintf(&b, "SSN %03d%02d%04d, tel (%d) 555-%04d, 0%d %02d %02d %02d %02d\n", r.IntN(900), r.IntN(100), r.IntN(10000), 200+r.IntN(800), r.IntN(10000), 1+r.IntN(9), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100))
+		case 9:
+			fmt.Fprintf(&b, "version %d.%d.%d.%d released %04d-%02d-%02d, ip 10.%d.%d.%d\n", r.IntN(300), r.IntN(300), r.IntN(300), r.IntN(300), 1990+r.IntN(40), r.IntN(13), r.IntN(32), r.IntN(256), r.IntN(256), r.IntN(256))
+		case 10:
+			fmt.Fprintf(&b, "api_key: %s secret=short token = changeme\n", makeGitHub("gho", fmt.Sprintf("Zz9Yy8Xx7Ww6Vv5Uu4Tt%010d", r.Int64N(1e10)))[4:])
+		default:
+			b.WriteString("The quarterly figures were reviewed by the committee on Monday.\n")
+		}
+	}
+	return b.Bytes()[:n]
+}
+
+// phoneCorpus writes phoneSamples' candidates with assorted separators and
+// context words.
+func phoneCorpus(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 5))
+	samples := phoneSamples(4000, seed)
+	seps := []string{" ", "-", ".", "", " ", "  ", ") "}
+	lead := []string{"", "tel ", "Phone: ", "call ", "fax:", "n° ", "(", "ref "}
+	var b bytes.Buffer
+	for i := 0; b.Len() < n; i++ {
+		s := samples[i%len(samples)]
+		b.WriteString(lead[r.IntN(len(lead))])
+		if s.intl {
+			b.WriteByte('+')
+		}
+		sep := seps[r.IntN(len(seps))]
+		d := s.digits
+		for len(d) > 0 {
+			k := min(len(d), 1+r.IntN(4))
+			b.WriteString(d[:k])
+			d = d[k:]
+			if len(d) > 0 {
+				b.WriteString(sep)
+			}
+		}
+		b.WriteString([]string{"\n", ", ", " ", ".\n", "x"}[r.IntN(5)])
+	}
+	return b.Bytes()
+}
+
+// mixedCorpus plants values of every built-in detector among prose.
+func mixedCorpus(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 17))
+	rnd := func(k int) string {
+		const a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		var s strings.Builder
+		for i := 0; i < k; i++ {
+			s.WriteByte(a[r.IntN(len(a))])
+		}
+		return s.String()
+	}
+	gens := []func() string{
+		func() string { return "NHS number " + makeNHS(fmt.Sprintf("%09d", r.IntN(1e9))) },
+		func() string { return "BSN: " + makeBSN(fmt.Sprintf("%08d", r.IntN(1e8))) },
+		func() string { return "DNI " + makeDNI(r.IntN(1e8)) },
+		func() string { return "codice fiscale " + makeCF(fmt.Sprintf("RSSMRA%02dT10A562", r.IntN(100))) },
+		func() string {
+			return "NINO " + []string{"AB", "CE", "JK", "QQ", "ZZ"}[r.IntN(5)] + fmt.Sprintf(" %02d %02d %02d ", r.IntN(100), r.IntN(100), r.IntN(100)) + []string{"A", "B", "C", "D", "E"}[r.IntN(5)]
+		},
+		func() string { return "SIRET " + luhnComplete(fmt.Sprintf("7328293200%03d", r.IntN(1000))) },
+		func() string {
+			return "wallet " + makeBase58Check(0, []byte(rnd(20)))
+		},
+		func() string { return "eth " + makeEIP55(fmt.Sprintf("%040x", r.Uint64())) },
+		func() string { return "IBAN " + makeIBAN("DE", fmt.Sprintf("5001051754%08d", r.IntN(1e8))) },
+		func() string { return "GB iban " + groups4(makeIBAN("GB", fmt.Sprintf("NWBK601613%08d", r.IntN(1e8)))) },
+		func() string { return fmt.Sprintf("ip 2a00:1450:4007:%x::%x and 192.0.2.%d", r.IntN(0xffff), r.IntN(0xffff), r.IntN(256)) },
+		func() string { return "key AKIA" + strings.ToUpper(rnd(16)) + " and AKIAIOSFODNN7EXAMPLE" },
+		func() string { return "aws_secret_access_key = " + rnd(40) },
+		func() string { return "gitlab glpat-" + rnd(20) },
+		func() string { return "slack xoxb-" + fmt.Sprintf("%d", 100000+r.IntN(1e6)) + "-" + rnd(24) },
+		func() string { return "https://hooks.slack.com/services/T" + strings.ToUpper(rnd(8)) + "/B" + strings.ToUpper(rnd(8)) + "/" + rnd(24) },
+		func() string { return "sk_live_" + rnd(24) + " sk_test_4eC39HqLyjWDarjtT1zdp7dc" },
+		func() string { return "sk-proj-" + rnd(20) + "T3BlbkFJ" + rnd(20) },
+		func() string { return "sk-ant-api03-" + rnd(93) + "AA" },
+		func() string { return "AIza" + rnd(35) },
+		func() string { return "npm_" + rnd(36) },
+		func() string { return "SG." + rnd(22) + "." + rnd(43) },
+		func() string {
+			return "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0." + rnd(30)
+		},
+		func() string { return "postgres://admin:" + rnd(12) + "@db.acme.fr:5432/x" },
+		func() string { return "mot_de_passe: " + rnd(14) + "\nclé = \"" + rnd(10) + "\"" },
+		func() string { return "Classification: Diffusion restreinte\nSECRET//NOFORN\nstrictly confidential\nVERTRAULICH" },
+		func() string { return "TLP:AMBER+STRICT tlp : green TLP:WHITE" },
+		func() string {
+			return fmt.Sprintf("mail %s.%s@%s.com, j.d@example.org, Tel: 01 %02d %02d %02d %02d", rnd(5), rnd(4), rnd(6), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100))
+		},
+		func() string { return "Card " + luhnComplete(fmt.Sprintf("37%012d", r.Int64N(1e12))) + " test 4242 4242 4242 4242" },
+		func() string { return fmt.Sprintf("SSN %03d-%02d-%04d social security", r.IntN(1000), r.IntN(100), r.IntN(10000)) },
+		func() string { return "NIR 2 69 05 2A 001 012 " + fmt.Sprintf("%02d", r.IntN(100)) },
+		func() string {
+			return `{"type": "service_account", "private_key_id": "` + fmt.Sprintf("%016x%016x%08x", r.Uint64(), r.Uint64(), r.Uint32()) + `"}`
+		},
+		func() string {
+			return "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZWQyNTUxOQAAACBnZW5lcmF0ZWQgZm9yIGFpc2hpZWxkIHRlc3RzIG9ubHk=\n-----END OPENSSH PRIVATE KEY-----"
+		},
+	}
+	var b bytes.Buffer
+	for b.Len() < n {
+		if r.IntN(3) == 0 {
+			b.WriteString("The committee reviewed the figures. ")
+		}
+		b.WriteString(gens[r.IntN(len(gens))]())
+		b.WriteString([]string{"\n", " ", ", ", "; ", "\t"}[r.IntN(5)])
+	}
+	return b.Bytes()
+}
+
+// corrupt changes a fraction p of text's bytes: digits, separators,
+// letters, deletions and invalid UTF-8.
+func corrupt(text []byte, seed uint64, p float64) []byte {
+	r := rand.New(rand.NewPCG(seed, 23))
+	const repl = "0123456789 -.+()@:/_=aZ\n\xff\xc3"
+	out := make([]byte, 0, len(text))
+	for _, c := range text {
+		if r.Float64() >= p {
+			out = append(out, c)
+			continue
+		}
+		switch r.IntN(4) {
+		case 0: // delete
+		case 1:
+			out = append(out, c, repl[r.IntN(len(repl))])
+		default:
+			out = append(out, repl[r.IntN(len(repl))])
+		}
+	}
+	return out
+}
+
+// dumpFindings writes every finding of the corpus to w.
+func dumpFindings(t testing.TB, w *bytes.Buffer) {
+	ctx := context.Background()
+	for _, reserved := range []bool{false, true} {
+		s, err := New(Options{HashKey: []byte("corpus"), IncludeReserved: reserved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		small, _ := New(Options{HashKey: []byte("corpus"), IncludeReserved: reserved})
+		small.chunk, small.overlap = 8192, 1024
+		for i, in := range corpusInputs() {
+			fs, err := s.Scan(ctx, in.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write := func(mode string, fs []Finding) {
+				fmt.Fprintf(w, "== %s reserved=%v %s: %d findings\n", in.name, reserved, mode, len(fs))
+				for _, f := range fs {
+					fmt.Fprintf(w, "%s %s %d-%d %d:%d-%d %.2f %q %s\n", f.Detector, f.Category, f.Start, f.End, f.Line, f.Column, f.EndLine, f.Confidence, f.Preview, f.Hash)
+				}
+			}
+			write("whole", fs)
+			if i%3 == 0 {
+				cs, err := small.ScanReader(ctx, bytes.NewReader(in.text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				write("chunked", cs)
+			}
+		}
+	}
+}
+
+func TestFindingsCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("findings corpus: long")
+	}
+	var buf bytes.Buffer
+	dumpFindings(t, &buf)
+	if p := os.Getenv("AISHIELD_FINDINGS_DUMP"); p != "" {
+		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	got := hex.EncodeToString(sum[:])
+	const golden = "testdata/findings_corpus.sha256"
+	if os.Getenv("AISHIELD_FINDINGS_UPDATE") != "" {
+		if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(want)) != got {
+		t.Fatalf("findings of the corpus changed (digest %s, want %s): dump them with AISHIELD_FINDINGS_DUMP=file before and after the change and diff", got, strings.TrimSpace(string(want)))
+	}
+}
