@@ -144,12 +144,16 @@ func mixedCorpus(n int, seed uint64) []byte {
 		func() string { return "eth " + makeEIP55(fmt.Sprintf("%040x", r.Uint64())) },
 		func() string { return "IBAN " + makeIBAN("DE", fmt.Sprintf("5001051754%08d", r.IntN(1e8))) },
 		func() string { return "GB iban " + groups4(makeIBAN("GB", fmt.Sprintf("NWBK601613%08d", r.IntN(1e8)))) },
-		func() string { return fmt.Sprintf("ip 2a00:1450:4007:%x::%x and 192.0.2.%d", r.IntN(0xffff), r.IntN(0xffff), r.IntN(256)) },
+		func() string {
+			return fmt.Sprintf("ip 2a00:1450:4007:%x::%x and 192.0.2.%d", r.IntN(0xffff), r.IntN(0xffff), r.IntN(256))
+		},
 		func() string { return "key AKIA" + strings.ToUpper(rnd(16)) + " and AKIAIOSFODNN7EXAMPLE" },
 		func() string { return "aws_secret_access_key = " + rnd(40) },
 		func() string { return "gitlab glpat-" + rnd(20) },
 		func() string { return "slack xoxb-" + fmt.Sprintf("%d", 100000+r.IntN(1e6)) + "-" + rnd(24) },
-		func() string { return "https://hooks.slack.com/services/T" + strings.ToUpper(rnd(8)) + "/B" + strings.ToUpper(rnd(8)) + "/" + rnd(24) },
+		func() string {
+			return "https://hooks.slack.com/services/T" + strings.ToUpper(rnd(8)) + "/B" + strings.ToUpper(rnd(8)) + "/" + rnd(24)
+		},
 		func() string { return "sk_live_" + rnd(24) + " sk_test_4eC39HqLyjWDarjtT1zdp7dc" },
 		func() string { return "sk-proj-" + rnd(20) + "T3BlbkFJ" + rnd(20) },
 		func() string { return "sk-ant-api03-" + rnd(93) + "AA" },
@@ -161,13 +165,19 @@ func mixedCorpus(n int, seed uint64) []byte {
 		},
 		func() string { return "postgres://admin:" + rnd(12) + "@db.acme.fr:5432/x" },
 		func() string { return "mot_de_passe: " + rnd(14) + "\nclé = \"" + rnd(10) + "\"" },
-		func() string { return "Classification: Diffusion restreinte\nSECRET//NOFORN\nstrictly confidential\nVERTRAULICH" },
+		func() string {
+			return "Classification: Diffusion restreinte\nSECRET//NOFORN\nstrictly confidential\nVERTRAULICH"
+		},
 		func() string { return "TLP:AMBER+STRICT tlp : green TLP:WHITE" },
 		func() string {
 			return fmt.Sprintf("mail %s.%s@%s.com, j.d@example.org, Tel: 01 %02d %02d %02d %02d", rnd(5), rnd(4), rnd(6), r.IntN(100), r.IntN(100), r.IntN(100), r.IntN(100))
 		},
-		func() string { return "Card " + luhnComplete(fmt.Sprintf("37%012d", r.Int64N(1e12))) + " test 4242 4242 4242 4242" },
-		func() string { return fmt.Sprintf("SSN %03d-%02d-%04d social security", r.IntN(1000), r.IntN(100), r.IntN(10000)) },
+		func() string {
+			return "Card " + luhnComplete(fmt.Sprintf("37%012d", r.Int64N(1e12))) + " test 4242 4242 4242 4242"
+		},
+		func() string {
+			return fmt.Sprintf("SSN %03d-%02d-%04d social security", r.IntN(1000), r.IntN(100), r.IntN(10000))
+		},
 		func() string { return "NIR 2 69 05 2A 001 012 " + fmt.Sprintf("%02d", r.IntN(100)) },
 		func() string {
 			return `{"type": "service_account", "private_key_id": "` + fmt.Sprintf("%016x%016x%08x", r.Uint64(), r.Uint64(), r.Uint32()) + `"}`
