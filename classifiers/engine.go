@@ -58,6 +58,7 @@ type scanState struct {
 	custHits [][]span
 	custCtx  [][]int
 	hits     []detHit
+	sortBuf  []rawFinding // scratch of sortRawByStart
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
@@ -98,10 +99,8 @@ type span struct{ lo, hi int }
 // returns findings (chunk-relative offsets, no positions yet) whose Start
 // lies in [acceptLo, acceptHi).
 func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int) ([]Finding, error) {
-	st := &scanState{ctx: ctx, s: s, text: text, acceptLo: acceptLo, acceptHi: acceptHi,
-		windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
-		custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
-		mac: hmac.New(sha256.New, s.key)}
+	st := s.getState(ctx, text, acceptLo, acceptHi)
+	defer s.putState(st)
 	// Pass 1: keywords and context words.
 	s.ac.scan(text, func(p, end int) {
 		ref := s.acRefs[p]
@@ -159,7 +158,8 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
-	raw := s.resolveOverlaps(st.out)
+	raw := s.resolveOverlaps(st, st.out)
+	st.out = raw // the array sorting left the findings in (the other is st.sortBuf)
 	n := 0
 	for _, r := range raw {
 		if int(r.start) >= acceptLo && int(r.start) < acceptHi {
@@ -188,6 +188,42 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 			Confidence: r.conf, Preview: arena[r.pLo:r.pHi], Hash: arena[h : h+2*hashBytes]})
 	}
 	return out, st.err
+}
+
+// getState returns a scan state for one chunk. States are recycled through
+// the Scanner's pool (sync.Pool is safe for concurrent use): the buffers a
+// dense chunk needs (findings, previews, normalised values, trigger lists)
+// are allocated once, not per scan. Nothing in a state outlives the
+// scanChunk call that uses it; the phone memo carries over, as its entries
+// depend only on the Scanner's configuration.
+func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi int) *scanState {
+	st, _ := s.states.Get().(*scanState)
+	if st == nil {
+		st = &scanState{s: s, windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
+			custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
+			mac: hmac.New(sha256.New, s.key)}
+	}
+	st.ctx, st.text, st.acceptLo, st.acceptHi = ctx, text, acceptLo, acceptHi
+	return st
+}
+
+// putState clears st's per-chunk contents (keeping its buffers) and returns
+// it to the pool.
+func (s *Scanner) putState(st *scanState) {
+	st.ctx, st.text, st.err = nil, nil, nil
+	for i := range st.windows {
+		st.windows[i] = st.windows[i][:0]
+		st.ctxHits[i] = st.ctxHits[i][:0]
+		st.ctxCur[i] = 0
+	}
+	for i := range st.custHits {
+		st.custHits[i] = st.custHits[i][:0]
+		st.custCtx[i] = st.custCtx[i][:0]
+	}
+	st.hits = st.hits[:0]
+	st.out, st.arena, st.norms = st.out[:0], st.arena[:0], st.norms[:0]
+	st.hcache = [len(st.hcache)]hashEntry{}
+	s.states.Put(st)
 }
 
 // anchors walks the chunk once for anchor bytes.
@@ -238,7 +274,7 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 	if conf > 1 {
 		conf = 1
 	}
-	if st.out == nil {
+	if cap(st.out) == 0 {
 		est := len(st.text)/128 + 16
 		st.out = make([]rawFinding, 0, est)
 		st.arena = make([]byte, 0, est*48)
@@ -347,11 +383,11 @@ func lowerBound(hits []int, x int) int {
 // specific one: secrets win over PII, then the longer span, then the higher
 // confidence. Overlapping markers keep the first; custom findings are kept
 // as they are.
-func (s *Scanner) resolveOverlaps(fs []rawFinding) []rawFinding {
+func (s *Scanner) resolveOverlaps(st *scanState, fs []rawFinding) []rawFinding {
 	if len(fs) < 2 {
 		return fs
 	}
-	fs = sortRawByStart(fs)
+	fs, st.sortBuf = sortRawByStart(fs, st.sortBuf)
 	// class: 0 kept as is, 1 PII and secrets, 2 markers; rank: secrets first.
 	class := func(f *rawFinding) (int, int) {
 		_, c := s.idCat(f.who)
@@ -433,8 +469,10 @@ func sortStable[T any](xs []T, c func(a, b *T) int) []T {
 
 // sortRawByStart sorts raw findings stably by start. They arrive as a few
 // sorted runs (one per pass or detector), so a natural merge sort moves
-// each finding about log2(runs) times.
-func sortRawByStart(fs []rawFinding) []rawFinding {
+// each finding about log2(runs) times. buf is scratch space (grown when
+// too small); the sorted findings are in fs's array or in buf's, and the
+// other array is returned as the next scratch space.
+func sortRawByStart(fs, buf []rawFinding) ([]rawFinding, []rawFinding) {
 	var runs []int // run starts, then len(fs)
 	for i := range fs {
 		if i == 0 || fs[i].start < fs[i-1].start {
@@ -442,10 +480,13 @@ func sortRawByStart(fs []rawFinding) []rawFinding {
 		}
 	}
 	if len(runs) <= 1 {
-		return fs
+		return fs, buf
 	}
 	runs = append(runs, len(fs))
-	src, dst := fs, make([]rawFinding, len(fs))
+	if cap(buf) < len(fs) {
+		buf = make([]rawFinding, len(fs), cap(fs))
+	}
+	src, dst := fs, buf[:len(fs)]
 	for len(runs) > 2 {
 		next := runs[:0:0]
 		for k := 0; k+1 < len(runs); k += 2 {
@@ -473,5 +514,5 @@ func sortRawByStart(fs []rawFinding) []rawFinding {
 		runs = next
 		src, dst = dst, src
 	}
-	return src
+	return src, dst[:0]
 }

@@ -14,6 +14,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -96,6 +97,7 @@ type Scanner struct {
 	timeout         time.Duration
 	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
 	phones          *phoneBook
+	states          sync.Pool // *scanState, see getState
 }
 
 // acRef says what an Aho-Corasick pattern means: a trigger or a context word
