@@ -32,6 +32,11 @@ type detector struct {
 	hit func(st *scanState, d *detector, start, end int)
 	// numeric is called for every numeric candidate.
 	numeric func(st *scanState, d *detector, c *numCand)
+	// glued: numeric also looks at candidates of one digit group glued to
+	// a word byte on their left ("FR76", "AB123456C"). Other numeric
+	// detectors need a boundary before the range they read, which such a
+	// candidate cannot give, so anchors skips them there.
+	glued bool
 	// context words raise confidence when they occur near a finding.
 	context []string
 	// mask renders the preview of a value.
@@ -236,10 +241,12 @@ func (st *scanState) anchors() {
 		switch {
 		case b >= '0' && b <= '9':
 			j := c.parse(text, i)
-			if len(st.s.numeric) > 0 {
-				for _, d := range st.s.numeric {
-					d.numeric(st, d, &c)
-				}
+			dets := st.s.numeric
+			if len(c.groups) == 1 && i > 0 && c.start == i && isWordByte(text[i-1]) {
+				dets = st.s.numericGlued // inside a token: user42, ghp_…9k…
+			}
+			for _, d := range dets {
+				d.numeric(st, d, &c)
 			}
 			if st.s.ipv6 != nil && j < n && text[j] == ':' {
 				j = st.ipv6At(i)
@@ -388,18 +395,11 @@ func (s *Scanner) resolveOverlaps(st *scanState, fs []rawFinding) []rawFinding {
 		return fs
 	}
 	fs, st.sortBuf = sortRawByStart(fs, st.sortBuf)
-	// class: 0 kept as is, 1 PII and secrets, 2 markers; rank: secrets first.
+	// class: 0 kept as is, 1 PII and secrets, 2 markers; rank: secrets
+	// first (precomputed per detector in s.ovClass).
 	class := func(f *rawFinding) (int, int) {
-		_, c := s.idCat(f.who)
-		switch c {
-		case CategoryPII:
-			return 1, 0
-		case CategorySecret:
-			return 1, 1
-		case CategoryMarker:
-			return 2, 0
-		}
-		return 0, 0
+		k := s.ovClass[f.who]
+		return int(k >> 1), int(k & 1)
 	}
 	better := func(a, b *rawFinding) bool {
 		_, ra := class(a)
@@ -432,6 +432,21 @@ func (s *Scanner) resolveOverlaps(st *scanState, fs []rawFinding) []rawFinding {
 		last[k] = len(out) - 1
 	}
 	return out
+}
+
+// overlapClass is resolveOverlaps' class of a category (shifted left by
+// one) and its rank (bit 0): 0 kept as is, 1 PII and secrets, 2 markers;
+// secrets rank first.
+func overlapClass(c Category) uint8 {
+	switch c {
+	case CategoryPII:
+		return 1 << 1
+	case CategorySecret:
+		return 1<<1 | 1
+	case CategoryMarker:
+		return 2 << 1
+	}
+	return 0
 }
 
 func byStart(a, b *Finding) int { return cmp.Compare(a.Start, b.Start) }

@@ -58,3 +58,20 @@ func TestMatchersEqualRegexps(t *testing.T) {
 		}
 	}
 }
+
+// TestEntropyTable checks the table-driven entropy equals shannon bit for
+// bit (thresholds compare the exact value).
+func TestEntropyTable(t *testing.T) {
+	tab := newEntropyTable()
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 20000; i++ {
+		v := make([]byte, r.IntN(entropyMaxLen+20))
+		alpha := 1 + r.IntN(256)
+		for k := range v {
+			v[k] = byte(r.IntN(alpha))
+		}
+		if got, want := tab.of(v), shannon(v); got != want {
+			t.Fatalf("%q: %v != shannon %v", v, got, want)
+		}
+	}
+}

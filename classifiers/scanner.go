@@ -91,6 +91,7 @@ type Scanner struct {
 	ac              *acMatcher
 	acRefs          []acRef
 	numeric         []*detector
+	numericGlued    []*detector // the numeric detectors with glued set
 	email           *detector
 	ipv6            *detector
 	includeReserved bool
@@ -98,6 +99,8 @@ type Scanner struct {
 	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
 	phones          *phoneBook
 	states          sync.Pool // *scanState, see getState
+	entropy         entropyTable
+	ovClass         []uint8 // per who (see rawFinding): overlapClass of its category
 }
 
 // acRef says what an Aho-Corasick pattern means: a trigger or a context word
@@ -113,7 +116,8 @@ type acRef struct {
 // custom rule or an unknown detector selection returns a *RuleError naming
 // it.
 func New(opts Options) (*Scanner, error) {
-	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout, chunk: chunkSize, overlap: chunkOverlap, phones: newPhoneBook()}
+	s := &Scanner{includeReserved: opts.IncludeReserved, timeout: opts.MatchTimeout, chunk: chunkSize, overlap: chunkOverlap, phones: newPhoneBook(),
+		entropy: newEntropyTable()}
 	if s.timeout <= 0 {
 		s.timeout = DefaultMatchTimeout
 	}
@@ -185,6 +189,9 @@ func New(opts Options) (*Scanner, error) {
 		switch {
 		case d.numeric != nil:
 			s.numeric = append(s.numeric, d)
+			if d.glued {
+				s.numericGlued = append(s.numericGlued, d)
+			}
 		case d.id == "pii.email":
 			s.email = d
 		}
@@ -201,6 +208,12 @@ func New(opts Options) (*Scanner, error) {
 		}
 	}
 	s.ac = newACMatcher(pats)
+	for _, d := range s.dets {
+		s.ovClass = append(s.ovClass, overlapClass(d.cat))
+	}
+	for range s.custom {
+		s.ovClass = append(s.ovClass, overlapClass(CategoryCustom))
+	}
 	return s, nil
 }
 

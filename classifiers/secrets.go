@@ -541,7 +541,7 @@ func genericHit(st *scanState, d *detector, start, end int) {
 	if charClasses(val) < 2 {
 		return
 	}
-	h := shannon(val)
+	h := st.s.entropy.of(val)
 	if h < 3.0 || placeholderBytes(val) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/big"
+	"math/bits"
 	"net/netip"
 	"sort"
 	"strings"
@@ -635,4 +636,48 @@ func asciiLowerBytes(dst, s []byte) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// entropyTable holds p·log2(p) for p = c/n, 1 <= c <= n <= entropyMaxLen,
+// so the entropy of a short value costs table loads instead of logarithms.
+// It is built once per Scanner and only read afterwards.
+type entropyTable []float64
+
+// entropyMaxLen is the longest value entropyTable covers (secret.generic
+// reads values of at most 128 bytes).
+const entropyMaxLen = 128
+
+func newEntropyTable() entropyTable {
+	t := make(entropyTable, entropyMaxLen*(entropyMaxLen+1)/2)
+	for n := 1; n <= entropyMaxLen; n++ {
+		for c := 1; c <= n; c++ {
+			p := float64(c) / float64(n)
+			t[n*(n-1)/2+c-1] = p * math.Log2(p)
+		}
+	}
+	return t
+}
+
+// of returns shannon(v), bit for bit: the same terms summed in the same
+// (byte) order.
+func (t entropyTable) of(v []byte) float64 {
+	n := len(v)
+	if n == 0 || n > entropyMaxLen {
+		return shannon(v)
+	}
+	var counts [256]uint8
+	var seen [4]uint64 // bitmap of the bytes present
+	for _, c := range v {
+		counts[c]++
+		seen[c>>6] |= 1 << (c & 63)
+	}
+	row := t[n*(n-1)/2:]
+	var e float64
+	for w, m := range seen {
+		for ; m != 0; m &= m - 1 {
+			c := w<<6 | bits.TrailingZeros64(m)
+			e -= row[int(counts[c])-1]
+		}
+	}
+	return e
 }
