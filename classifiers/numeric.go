@@ -74,6 +74,16 @@ func (c *numCand) digits(text []byte, a, b int, buf []byte) []byte {
 	return buf
 }
 
+// digitAt returns the k-th digit of groups a.. (the range must hold more
+// than k digits).
+func (c *numCand) digitAt(text []byte, a, k int) byte {
+	for c.groups[a].hi-c.groups[a].lo <= k {
+		k -= c.groups[a].hi - c.groups[a].lo
+		a++
+	}
+	return text[c.groups[a].lo+k]
+}
+
 // ndigits counts the digits of groups a..b.
 func (c *numCand) ndigits(a, b int) int { return c.cum[b+1] - c.cum[a] }
 

@@ -222,17 +222,13 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isDigit(text[hi+1])) {
 			return false
 		}
-		// key is the memo key: '+' for international numbers, then digits.
-		key := append(buf[:0], '+')
-		key = c.digits(text, a, b, key)
-		digits := key[1:]
-		if !intl && len(digits) >= 11 && digits[0] == '0' && digits[1] == '0' {
-			intl = true
-			key = key[2:]
-			key[0] = '+'
-			digits = key[1:]
+		// Cheap rejections first, before the digits are copied.
+		nd := c.ndigits(a, b)
+		idd := !intl && nd >= 11 && c.digitAt(text, a, 0) == '0' && c.digitAt(text, a, 1) == '0'
+		if idd {
+			intl = true // an IDD prefix: 00 33 6…
 		}
-		if b-a == 3 && c.sameSeps(a, b, ".") && c.ndigits(a, b) <= 12 {
+		if b-a == 3 && c.sameSeps(a, b, ".") && nd <= 12 {
 			return false // dotted quad: an IPv4 address, not a phone
 		}
 		formatted := b > a
@@ -249,6 +245,15 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		}
 		if !intl && (a != 0 || b != len(c.groups)-1 || (c.start > 0 && isWordByte(text[c.start-1]))) && !(ctxNear && st.hasContext(d, lo, hi, 48)) {
 			return false // a slice of a longer number sequence or identifier
+		}
+		// key is the memo key: '+' for international numbers, then digits.
+		key := append(buf[:0], '+')
+		key = c.digits(text, a, b, key)
+		digits := key[1:]
+		if idd {
+			key = key[2:] // drop the IDD prefix
+			key[0] = '+'
+			digits = key[1:]
 		}
 		if !intl {
 			key = digits
