@@ -37,6 +37,11 @@ type detector struct {
 	// detectors need a boundary before the range they read, which such a
 	// candidate cannot give, so anchors skips them there.
 	glued bool
+	// minDigits: numeric finds nothing in a candidate with fewer digits.
+	// upperBefore: numeric finds nothing unless the candidate's first
+	// digit follows an upper-case ASCII letter (IBAN, codice fiscale).
+	minDigits   int
+	upperBefore bool
 	// context words raise confidence when they occur near a finding.
 	context []string
 	// mask renders the preview of a value.
@@ -241,11 +246,11 @@ func (st *scanState) anchors() {
 		switch {
 		case b >= '0' && b <= '9':
 			j := c.parse(text, i)
-			dets := st.s.numeric
-			if len(c.groups) == 1 && i > 0 && c.start == i && isWordByte(text[i-1]) {
-				dets = st.s.numericGlued // inside a token: user42, ghp_…9k…
-			}
-			for _, d := range dets {
+			sh := c.shape(text)
+			for _, d := range st.s.numeric {
+				if sh.skips(d) {
+					continue
+				}
 				d.numeric(st, d, &c)
 			}
 			if st.s.ipv6 != nil && j < n && text[j] == ':' {
@@ -265,6 +270,25 @@ func (st *scanState) anchors() {
 		}
 		i++
 	}
+}
+
+// candShape is what anchors knows of a numeric candidate before calling
+// the numeric detectors: each is skipped when the shape rules it out.
+type candShape struct {
+	digits   int  // digits in all groups
+	gluedOne bool // one group, glued to a word byte on its left: user42, ghp_…9k…
+	upper    bool // glued to an upper-case ASCII letter on its left
+}
+
+func (c *numCand) shape(text []byte) candShape {
+	i := c.groups[0].lo
+	glued := i > 0 && c.start == i && isWordByte(text[i-1])
+	return candShape{digits: c.cum[len(c.groups)], gluedOne: glued && len(c.groups) == 1, upper: glued && isUpper(text[i-1])}
+}
+
+// skips reports whether d can find nothing in a candidate of this shape.
+func (sh candShape) skips(d *detector) bool {
+	return sh.digits < d.minDigits || (d.upperBefore && !sh.upper) || (sh.gluedOne && !d.glued)
 }
 
 // emit records a finding of who (a detector's idx, or len(dets) + a custom

@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"context"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -72,6 +73,47 @@ func TestEntropyTable(t *testing.T) {
 		}
 		if got, want := tab.of(v), shannon(v); got != want {
 			t.Fatalf("%q: %v != shannon %v", v, got, want)
+		}
+	}
+}
+
+// TestCandidateGate checks that every numeric detector the anchor pass
+// skips for a candidate's shape would indeed have found nothing in it.
+func TestCandidateGate(t *testing.T) {
+	for _, reserved := range []bool{false, true} {
+		s, err := New(Options{HashKey: []byte("k"), IncludeReserved: reserved})
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped := 0
+		for _, in := range corpusInputs() {
+			text := in.text
+			st := s.getState(context.Background(), text, 0, len(text))
+			var c numCand
+			for i := 0; i < len(text); {
+				if !isDigit(text[i]) {
+					i++
+					continue
+				}
+				j := c.parse(text, i)
+				sh := c.shape(text)
+				for _, d := range s.numeric {
+					if !sh.skips(d) {
+						continue
+					}
+					skipped++
+					before := len(st.out)
+					d.numeric(st, d, &c)
+					if len(st.out) != before {
+						t.Fatalf("%s: %s skipped for %+v but finds %q", in.name, d.id, sh, text[st.out[before].start:st.out[before].end])
+					}
+				}
+				i = j
+			}
+			s.putState(st)
+		}
+		if skipped == 0 {
+			t.Fatal("no candidate skipped")
 		}
 	}
 }

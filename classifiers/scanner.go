@@ -91,7 +91,6 @@ type Scanner struct {
 	ac              *acMatcher
 	acRefs          []acRef
 	numeric         []*detector
-	numericGlued    []*detector // the numeric detectors with glued set
 	email           *detector
 	ipv6            *detector
 	includeReserved bool
@@ -189,9 +188,6 @@ func New(opts Options) (*Scanner, error) {
 		switch {
 		case d.numeric != nil:
 			s.numeric = append(s.numeric, d)
-			if d.glued {
-				s.numericGlued = append(s.numericGlued, d)
-			}
 		case d.id == "pii.email":
 			s.email = d
 		}
