@@ -19,6 +19,24 @@ import (
 // max_input_tokens; every inbound signal blocks.
 func testPolicy(t testing.TB, base string, maxInput int) *policies.Policy {
 	t.Helper()
+	return testPolicyInbound(t, base, maxInput, blockAll)
+}
+
+// blockAll is the inbound section of testPolicy: every signal blocks and
+// requests carry a canary.
+const blockAll = `inbound:
+  signals:
+    foreign_entity: block
+    canary: block
+    cross_exchange: block
+    template_fragment: block
+    usage_mismatch: block
+  canary: true
+`
+
+// testPolicyInbound is testPolicy with the given inbound section.
+func testPolicyInbound(t testing.TB, base string, maxInput int, inbound string) *policies.Policy {
+	t.Helper()
 	y := fmt.Sprintf(`name: proxy-test
 levels: [public, internal, confidential, restricted]
 classify:
@@ -42,15 +60,7 @@ destinations:
 default:
   max_level: internal
   action: block
-inbound:
-  signals:
-    foreign_entity: block
-    canary: block
-    cross_exchange: block
-    template_fragment: block
-    usage_mismatch: block
-  canary: true
-`, base, maxInput)
+%s`, base, maxInput, inbound)
 	p, err := policies.Parse([]byte(y), "yaml", "proxy-test.yaml")
 	if err != nil {
 		t.Fatal(err)
