@@ -209,6 +209,23 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 	var buf [32]byte
 	// A context word near a range is near the candidate: look it up once.
 	ctxNear := st.hasContext(d, c.start, c.end, 48)
+	plusLed := c.plus && c.start < c.groups[0].lo
+	gluedLeft := c.start > 0 && isWordByte(text[c.start-1])
+	if !ctxNear && !plusLed {
+		// Without context or '+', only the whole candidate (not glued to
+		// a word) or a range led by an IDD prefix "00" can be a phone.
+		whole := c.cum[len(c.groups)] >= 8 && c.cum[len(c.groups)] <= 15 && !gluedLeft
+		zero := false
+		for _, g := range c.groups {
+			if text[g.lo] == '0' {
+				zero = true
+				break
+			}
+		}
+		if !whole && !zero {
+			return
+		}
+	}
 	c.groupRanges(8, 15, func(a, b int) bool {
 		lo, hi := c.spanOf(a, b)
 		intl := false
@@ -410,8 +427,8 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
 	c.groupRanges(13, 19, func(a, b int) bool {
-		if !c.sameSeps(a, b, " -") {
-			return false
+		if f := text[c.groups[a].lo]; f < '2' || f > '6' || !c.sameSeps(a, b, " -") {
+			return false // no issuer range starts with 0, 1, 7, 8 or 9
 		}
 		lo, hi := c.spanOf(a, b)
 		if !boundaryOK(text, lo, hi) {

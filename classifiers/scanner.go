@@ -362,19 +362,19 @@ func runeStarts(b []byte) int {
 // offsets and positions, appending them to all.
 func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
 	fs = sortStable(fs, byStart)
-	if all == nil {
-		all = fs[:0] // fs is this chunk's own slice: fill it in place
-	}
-	for _, f := range fs {
+	for i := range fs {
+		f := &fs[i] // fs is this chunk's own slice: fill it in place
 		p.advance(buf, base, base+f.Start)
 		f.Line = p.line
 		f.Column = p.col + 1
 		f.EndLine = f.Line + bytes.Count(buf[f.Start:max(f.Start, f.End-1)], []byte{'\n'})
 		f.Start += base
 		f.End += base
-		all = append(all, f)
 	}
-	return all
+	if all == nil {
+		return fs
+	}
+	return append(all, fs...)
 }
 
 // hash is the keyed hash of a normalised value (scans use the same

@@ -442,7 +442,20 @@ func placeholderBytes(v []byte) bool {
 	case '$', '<', '{', '%', '[', '(':
 		return true
 	}
-	return len(bytes.Trim(v, "*xX.-_#")) == 0 || bytes.IndexByte(v, '(') >= 0 || bytes.Contains(v, []byte("{{")) || bytes.Contains(v, []byte("${"))
+	return onlyMaskBytes(v) || bytes.IndexByte(v, '(') >= 0 || bytes.Contains(v, []byte("{{")) || bytes.Contains(v, []byte("${"))
+}
+
+// onlyMaskBytes is len(bytes.Trim(v, "*xX.-_#")) == 0 without building the
+// cut set per call.
+func onlyMaskBytes(v []byte) bool {
+	for _, c := range v {
+		switch c {
+		case '*', 'x', 'X', '.', '-', '_', '#':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // placeholderValue reports values that are not secrets: too short, a
