@@ -526,6 +526,25 @@ func sortRawByStart(fs, buf []rawFinding) ([]rawFinding, []rawFinding) {
 		buf = make([]rawFinding, len(fs), cap(fs))
 	}
 	src, dst := fs, buf[:len(fs)]
+	if k := len(runs) - 1; k <= 8 {
+		// Few runs (the usual case): one k-way pass, taking the first
+		// run's head on ties, so the sort stays stable.
+		var head, end [8]int
+		for r := 0; r < k; r++ {
+			head[r], end[r] = runs[r], runs[r+1]
+		}
+		for o := range dst {
+			best := -1
+			for r := 0; r < k; r++ {
+				if head[r] < end[r] && (best < 0 || src[head[r]].start < src[head[best]].start) {
+					best = r
+				}
+			}
+			dst[o] = src[head[best]]
+			head[best]++
+		}
+		return dst, src[:0]
+	}
 	for len(runs) > 2 {
 		next := runs[:0:0]
 		for k := 0; k+1 < len(runs); k += 2 {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -114,6 +115,30 @@ func TestCandidateGate(t *testing.T) {
 		}
 		if skipped == 0 {
 			t.Fatal("no candidate skipped")
+		}
+	}
+}
+
+// TestSortRawByStart compares the run merge with a stable sort, for few
+// runs (one k-way pass) and many (pairwise passes).
+func TestSortRawByStart(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	var buf []rawFinding
+	for i := 0; i < 300; i++ {
+		var fs []rawFinding
+		for run := r.IntN(14); run >= 0; run-- {
+			at := int32(r.IntN(50))
+			for n := r.IntN(30); n >= 0; n-- {
+				at += int32(r.IntN(3))
+				fs = append(fs, rawFinding{start: at, who: int32(len(fs))})
+			}
+		}
+		want := slices.Clone(fs)
+		slices.SortStableFunc(want, func(a, b rawFinding) int { return int(a.start - b.start) })
+		var got []rawFinding
+		got, buf = sortRawByStart(fs, buf)
+		if !slices.Equal(got, want) {
+			t.Fatalf("case %d: merge differs from a stable sort", i)
 		}
 	}
 }

@@ -602,7 +602,7 @@ func readCompact(text []byte, lo, n int, seps string, buf []byte) (int, int, []b
 // contextNumeric is the shape of the numbers that are too ambiguous alone
 // (SIREN, SIRET, NHS, BSN): digits of an exact count, in one group or
 // uniformly grouped, with a context word required before them.
-func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState, *detector, *numCand) {
+func contextNumeric(n int, valid func([]byte) bool, seps string) func(*scanState, *detector, *numCand) {
 	return func(st *scanState, d *detector, c *numCand) {
 		text := st.text
 		// Every range below starts in [c.start, c.end] and needs a context
@@ -619,21 +619,21 @@ func contextNumeric(n int, valid func(string) bool, seps string) func(*scanState
 			if !boundaryOK(text, lo, hi) || !st.hasContext(d, lo, lo, 48) {
 				return false
 			}
-			dg := string(c.digits(text, a, b, buf[:0]))
+			dg := c.digits(text, a, b, buf[:0])
 			if !valid(dg) {
 				return false
 			}
-			st.emitString(d.idx, lo, hi, 0.9, dg, d.mask)
+			st.emit(d.idx, lo, hi, 0.9, dg, d.mask)
 			return true
 		})
 	}
 }
 
 var (
-	sirenNumeric = contextNumeric(9, func(s string) bool { return luhn(s) && s != "000000000" }, " .")
-	siretNumeric = contextNumeric(14, validSIRET, " .")
-	nhsNumeric   = contextNumeric(10, validNHS, " -")
-	bsnNumeric   = contextNumeric(9, validBSN, " .-")
+	sirenNumeric = contextNumeric(9, func(s []byte) bool { return luhn(s) && string(s) != "000000000" }, " .")
+	siretNumeric = contextNumeric(14, validSIRET[[]byte], " .")
+	nhsNumeric   = contextNumeric(10, validNHS[[]byte], " -")
+	bsnNumeric   = contextNumeric(9, validBSN[[]byte], " .-")
 )
 
 // ---- UK NINO ----

@@ -214,11 +214,11 @@ func validNIR[T ~string | ~[]byte](s T) bool {
 // validSIRET checks the Luhn key of a SIRET (14 digits), including La
 // Poste's establishments (SIREN 356000000), whose digits sum to a multiple
 // of 5 instead.
-func validSIRET(d string) bool {
+func validSIRET[T ~string | ~[]byte](d T) bool {
 	if len(d) != 14 {
 		return false
 	}
-	if d[:9] == "356000000" {
+	if string(d[:9]) == "356000000" {
 		sum := 0
 		for i := 0; i < 14; i++ {
 			sum += int(d[i] - '0')
@@ -251,7 +251,7 @@ func validNINO(s string) bool {
 }
 
 // validNHS checks the mod 11 check digit of an NHS number.
-func validNHS(d string) bool {
+func validNHS[T ~string | ~[]byte](d T) bool {
 	if len(d) != 10 {
 		return false
 	}
@@ -336,8 +336,8 @@ func validCodiceFiscale(s string) bool {
 }
 
 // validBSN applies the Dutch "11-proof" to a BSN.
-func validBSN(d string) bool {
-	if len(d) != 9 || d == "000000000" {
+func validBSN[T ~string | ~[]byte](d T) bool {
+	if len(d) != 9 || string(d) == "000000000" {
 		return false
 	}
 	sum := 0
