@@ -28,9 +28,15 @@
 // capacity), a contaminated response (502), a failure of the guard (500, or
 // 400 for an unparsable body), an oversized body (413), an upstream that
 // times out (504), cannot be reached or resets (502), or answers 5xx (its
-// status, with a clear message). The upstream's own errors below 500 (a 400
-// context_length_exceeded, a 429) reach the client as the upstream wrote
-// them. A stream that fails or is cut after its
+// status, with a clear message). The proxy's own refusals carry
+// X-Should-Retry: false. The upstream's own errors below 500 (a 400
+// context_length_exceeded, a 401, a 429) pass through unverified, as the
+// guard passes them: as the upstream wrote them, status and headers
+// (Retry-After) included, when they are in the API's error format; an
+// upstream error that is not (an HTML page), and any 5xx, is rewritten in
+// that format with the upstream's status, type, code and message, keeping
+// its Retry-After, X-Should-Retry, rate-limit and request-ID headers. A
+// stream that fails or is cut after its
 // headers were sent ends with an error event in the same format; nothing
 // unverified is released (the guard holds text back until verified).
 //
@@ -51,9 +57,11 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
@@ -330,18 +338,41 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt *route, rest 
 	}
 	defer resp.Body.Close()
 
-	if resp.StatusCode >= 500 {
-		detail := upstreamMessage(resp.Body)
-		msg := fmt.Sprintf("aishield proxy: upstream %s answered HTTP %d", rt.name, resp.StatusCode)
-		if detail != "" {
-			msg += ": " + detail
+	stream := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+	if resp.StatusCode >= 400 && !stream {
+		// The guard passed the provider's error through unverified (it is
+		// not model output). Below 500 it reaches the client as written
+		// when it is in the API's format; otherwise it is rewritten in
+		// that format with its status and the upstream's message.
+		data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit+1))
+		if err == nil && len(data) <= errorBodyLimit && resp.StatusCode < 500 && isAPIError(api, data) {
+			copyHeader(rec.Header(), resp.Header)
+			rec.WriteHeader(resp.StatusCode)
+			_, _ = rec.Write(data)
+			return
 		}
-		writeError(rec, api, resp.StatusCode, "upstream_error", "upstream_error", msg)
+		e := upstreamError(data)
+		msg := fmt.Sprintf("aishield proxy: upstream %s answered HTTP %d", rt.name, resp.StatusCode)
+		if e.Message != "" {
+			msg += ": " + e.Message
+		}
+		typ, code := "upstream_error", "upstream_error"
+		if e.Type != "" {
+			typ = e.Type
+		}
+		if e.Code != "" {
+			code = e.Code
+		}
+		for _, h := range passedOnError {
+			if v := resp.Header.Values(h); len(v) > 0 {
+				rec.Header()[http.CanonicalHeaderKey(h)] = append([]string(nil), v...)
+			}
+		}
+		writeAPIError(rec, api, resp.StatusCode, typ, code, msg)
 		return
 	}
 
 	copyHeader(rec.Header(), resp.Header)
-	stream := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
 	if stream {
 		rec.Header().Del("Content-Length")
 	}
@@ -463,17 +494,51 @@ func scrub(err error) string {
 	return s
 }
 
-// upstreamMessage extracts the error message of an upstream error body in
-// OpenAI's or Anthropic's format, bounded; "" when there is none.
-func upstreamMessage(r io.Reader) string {
-	data, _ := io.ReadAll(io.LimitReader(r, 64<<10))
+// errorBodyLimit bounds the upstream error bodies the proxy reads.
+const errorBodyLimit = 64 << 10
+
+// passedOnError are the upstream headers kept on an error the proxy
+// rewrites: when to retry, and the provider's request ID for support.
+var passedOnError = []string{"Retry-After", "Retry-After-Ms", "X-Should-Retry", "X-Request-Id", "Request-Id",
+	"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests",
+	"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"}
+
+// isAPIError tells whether data is an error body in api's format: OpenAI's
+// {"error":{"message":...}} or Anthropic's {"type":"error","error":{...}}.
+func isAPIError(api string, data []byte) bool {
+	var v struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &v) != nil || len(v.Error) == 0 {
+		return false
+	}
+	var e struct {
+		Message *string `json:"message"`
+	}
+	if json.Unmarshal(v.Error, &e) != nil || e.Message == nil {
+		return false
+	}
+	return api != "anthropic" || v.Type == "error"
+}
+
+// apiErrorFields are the fields of an upstream error, bounded and on one
+// line.
+type apiErrorFields struct{ Type, Code, Message string }
+
+// upstreamError extracts the type, code and message of an upstream error
+// body in OpenAI's or Anthropic's format; empty fields when there are none
+// (an HTML page, garbage).
+func upstreamError(data []byte) apiErrorFields {
 	var v struct {
 		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(data, &v) != nil || len(v.Error) == 0 {
-		return ""
+		return apiErrorFields{}
 	}
 	var e struct {
+		Type    any    `json:"type"`
+		Code    any    `json:"code"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(v.Error, &e) != nil || e.Message == "" {
@@ -482,11 +547,30 @@ func upstreamMessage(r io.Reader) string {
 			e.Message = s
 		}
 	}
-	m := strings.Join(strings.Fields(e.Message), " ")
-	if len(m) > 300 {
-		m = m[:300] + "…"
+	return apiErrorFields{Type: field(e.Type, 64), Code: field(e.Code, 64), Message: field(e.Message, 300)}
+}
+
+// field renders a JSON scalar on one line, at most n bytes (a string's
+// whole runes only); "" for anything else.
+func field(v any, n int) string {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case float64:
+		s = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		return ""
 	}
-	return m
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // apiOf tells the error format of a path: "anthropic" for the messages API,
@@ -509,8 +593,23 @@ func errorBody(api, typ, code, msg string) []byte {
 	return b
 }
 
+// writeError answers an error in api's format. The proxy's own refusals
+// (every code but the upstream_* ones) carry X-Should-Retry: false, which
+// the official OpenAI and Anthropic SDKs obey: the same request would be
+// refused again, and a contaminated answer is not a reason to send the
+// prompt again to a service that leaks.
 func writeError(w http.ResponseWriter, api string, status int, typ, code, msg string) {
+	if !strings.HasPrefix(code, "upstream_") {
+		w.Header().Set("X-Should-Retry", "false")
+	}
+	writeAPIError(w, api, status, typ, code, msg)
+}
+
+// writeAPIError answers an error in api's format, with the headers already
+// set on w.
+func writeAPIError(w http.ResponseWriter, api string, status int, typ, code, msg string) {
 	b := errorBody(api, typ, code, msg)
+	w.Header().Del("Content-Length")
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
