@@ -37,11 +37,9 @@ type detector struct {
 	// detectors need a boundary before the range they read, which such a
 	// candidate cannot give, so anchors skips them there.
 	glued bool
-	// minDigits: numeric finds nothing in a candidate with fewer digits.
-	// upperBefore: numeric finds nothing unless the candidate's first
-	// digit follows an upper-case ASCII letter (IBAN, codice fiscale).
-	minDigits   int
-	upperBefore bool
+	// gate rules out candidates numeric can find nothing in (see
+	// candShape.skips).
+	gate numGate
 	// context words raise confidence when they occur near a finding.
 	context []string
 	// mask renders the preview of a value.
@@ -275,20 +273,44 @@ func (st *scanState) anchors() {
 // candShape is what anchors knows of a numeric candidate before calling
 // the numeric detectors: each is skipped when the shape rules it out.
 type candShape struct {
-	digits   int  // digits in all groups
-	gluedOne bool // one group, glued to a word byte on its left: user42, ghp_…9k…
-	upper    bool // glued to an upper-case ASCII letter on its left
+	digits     int  // digits in all groups
+	groups     int  // number of digit groups
+	firstLen   int  // digits in the first group
+	glued      bool // the first digit follows a word byte: user42, ghp_…9k…
+	gluedOne   bool // glued, and one group only
+	upper      bool // glued to an upper-case ASCII letter
+	alphaAfter bool // the first group is followed by an ASCII letter: 0x…, 1BvB…
+	lead12     bool // not glued, not led by '+' or '(', first digit 1 or 2
+}
+
+// numGate is what a numeric detector needs of a candidate's shape; the
+// zero value needs nothing.
+type numGate struct {
+	minDigits   int    // at least this many digits …
+	orLead12    bool   // … unless lead12 (a Corsican NIR breaks at 2A/2B)
+	minGroups   int    // at least this many groups
+	firstLens   uint32 // bit n set: a first group of n digits is possible (0: any)
+	upperBefore bool   // glued to an upper-case letter (IBAN, codice fiscale)
+	alphaAfter  bool   // first group followed by a letter (wallets)
+	notGlued    bool   // never glued
 }
 
 func (c *numCand) shape(text []byte) candShape {
-	i := c.groups[0].lo
-	glued := i > 0 && c.start == i && isWordByte(text[i-1])
-	return candShape{digits: c.cum[len(c.groups)], gluedOne: glued && len(c.groups) == 1, upper: glued && isUpper(text[i-1])}
+	g := c.groups[0]
+	glued := g.lo > 0 && c.start == g.lo && isWordByte(text[g.lo-1])
+	return candShape{digits: c.cum[len(c.groups)], groups: len(c.groups), firstLen: g.hi - g.lo,
+		glued: glued, gluedOne: glued && len(c.groups) == 1, upper: glued && isUpper(text[g.lo-1]),
+		alphaAfter: g.hi < len(text) && isAlpha(text[g.hi]),
+		lead12:     !glued && c.start == g.lo && (text[g.lo] == '1' || text[g.lo] == '2')}
 }
 
 // skips reports whether d can find nothing in a candidate of this shape.
 func (sh candShape) skips(d *detector) bool {
-	return sh.digits < d.minDigits || (d.upperBefore && !sh.upper) || (sh.gluedOne && !d.glued)
+	g := &d.gate
+	return (sh.digits < g.minDigits && !(g.orLead12 && sh.lead12)) || sh.groups < g.minGroups ||
+		(g.firstLens != 0 && (sh.firstLen > 31 || g.firstLens&(1<<sh.firstLen) == 0)) ||
+		(g.upperBefore && !sh.upper) || (g.alphaAfter && !sh.alphaAfter) || (g.notGlued && sh.glued) ||
+		(sh.gluedOne && !d.glued)
 }
 
 // emit records a finding of who (a detector's idx, or len(dets) + a custom

@@ -311,6 +311,14 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 }
 
 func sortFindings(fs []Finding) []Finding {
+	sorted := true // the usual case, checked without a comparison closure
+	for i := 1; i < len(fs) && sorted; i++ {
+		a, b := &fs[i-1], &fs[i]
+		sorted = a.Start < b.Start || (a.Start == b.Start && (a.End < b.End || (a.End == b.End && a.Detector <= b.Detector)))
+	}
+	if sorted {
+		return fs
+	}
 	return sortStable(fs, func(a, b *Finding) int {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
@@ -361,7 +369,12 @@ func runeStarts(b []byte) int {
 // finish converts chunk-relative raw findings into Findings with stream
 // offsets and positions, appending them to all.
 func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
-	fs = sortStable(fs, byStart)
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].Start > fs[i].Start {
+			fs = sortStable(fs, byStart)
+			break
+		}
+	}
 	for i := range fs {
 		f := &fs[i] // fs is this chunk's own slice: fill it in place
 		p.advance(buf, base, base+f.Start)
