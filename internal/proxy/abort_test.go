@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,7 +138,8 @@ var placeholderRE = regexp.MustCompile(`\[\[[A-Z0-9_]+_[0-9a-f]{6,}\]\]`)
 // A's request was aborted and that its late write landed in B's pages,
 // which B's answer read.
 //
-// B's answer then quotes A's text, and nothing in B's own exchange is off
+// B's answer then quotes A's text (unless it happens to read none of the
+// overwritten slots: then it is clean and must be delivered), and nothing in B's own exchange is off
 // (its usage counts its prompt, its finish reason is "stop"), so only
 // content signals can catch it. The test holds them to what they promise:
 // an answer quoting one of A's placeholders must be refused as
@@ -151,7 +153,7 @@ var placeholderRE = regexp.MustCompile(`\[\[[A-Z0-9_]+_[0-9a-f]{6,}\]\]`)
 // counted and logged, not hidden. In the correct server mode, the same
 // traffic gives B a clean answer, delivered.
 func TestProxyAbortReuseRace(t *testing.T) {
-	var caught, missed, total int
+	var caught, missed, contaminated int
 	bySignal := map[string]int{}
 	for _, seed := range []uint64{1, 2, 3} {
 		sc := demo.NewScenario(demo.ScenarioOptions{Seed: seed, Rounds: 1})
@@ -169,7 +171,9 @@ func TestProxyAbortReuseRace(t *testing.T) {
 					if !fault {
 						continue
 					}
-					total++
+					if sig != "" || leaked {
+						contaminated++
+					}
 					switch {
 					case sig != "":
 						caught++
@@ -182,10 +186,10 @@ func TestProxyAbortReuseRace(t *testing.T) {
 		}
 	}
 	if caught == 0 {
-		t.Errorf("no contaminated answer caught in %d runs", total)
+		t.Errorf("none of %d contaminated answers caught", contaminated)
 	}
-	t.Logf("%d aborted requests, each followed by another tenant's request that received the late write: %d refused %v, %d delivered made only of short quotes of A's prose (under the 48-byte span, no value, placeholder or canary)",
-		total, caught, bySignal, missed)
+	t.Logf("12 aborted requests, each followed by another tenant's request that received the late write; %d answers read it: %d refused %v, %d delivered made only of short quotes of A's prose (under the 48-byte span, no value, placeholder or canary)",
+		contaminated, caught, bySignal, missed)
 }
 
 // abortRun sends a (aborted, redacted) then b through a fresh proxy and
@@ -229,9 +233,20 @@ func abortRun(t *testing.T, name string, seed uint64, sc *demo.Scenario, a, b de
 		}
 		return "", false
 	}
-	if rec.LateWritesLanded == 0 || !strings.Contains(strings.Join(rec.ForeignTenants(), ","), a.Tenant) {
-		t.Fatalf("%s: ground truth: %d late-written slots in B's pages, foreign tenants %v; want A's late write read",
-			name, rec.LateWritesLanded, rec.ForeignTenants())
+	if rec.LateWritesLanded == 0 {
+		t.Fatalf("%s: ground truth: no late write of A's landed in B's pages", name)
+	}
+	if len(rec.ForeignReads()) == 0 {
+		// The answer happened not to quote the overwritten slots (where it
+		// reads depends on the prompt, whose canary differs every run):
+		// it is clean and must be delivered.
+		if err != nil {
+			t.Errorf("%s: clean answer (no foreign read) refused: %v", name, err)
+		}
+		return "", false
+	}
+	if !slices.Contains(rec.ForeignTenants(), a.Tenant) {
+		t.Fatalf("%s: ground truth: B's answer read %v, want A's late write", name, rec.ForeignTenants())
 	}
 	sentA, _ := up.exchange(0)
 	_, rawB := up.exchange(1)
