@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"hash"
 	"slices"
@@ -351,11 +352,7 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 // for byte, reuses their hash.
 func (st *scanState) hashNorm(r *rawFinding) int32 {
 	v := st.norms[r.nLo:r.nHi]
-	h := uint32(2166136261) // FNV-1a
-	for _, c := range v {
-		h = (h ^ uint32(c)) * 16777619
-	}
-	e := &st.hcache[h%uint32(len(st.hcache))]
+	e := &st.hcache[slotKey(v)%uint32(len(st.hcache))]
 	if e.at > 0 && string(st.norms[e.nLo:e.nHi]) == string(v) {
 		return e.at - 1
 	}
@@ -366,6 +363,24 @@ func (st *scanState) hashNorm(r *rawFinding) int32 {
 	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
 	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at + 1}
 	return at
+}
+
+// slotKey picks a cache slot for v from its length and its first and last
+// eight bytes (a collision only costs a cache miss: entries are compared
+// byte for byte).
+func slotKey(v []byte) uint32 {
+	h := uint64(len(v)) * 0x9E3779B97F4A7C15
+	if len(v) >= 8 {
+		h ^= binary.LittleEndian.Uint64(v)
+		h *= 0xff51afd7ed558ccd
+		h ^= binary.LittleEndian.Uint64(v[len(v)-8:])
+	} else {
+		for _, c := range v {
+			h = (h ^ uint64(c)) * 0x100000001b3
+		}
+	}
+	h *= 0xc4ceb9fe1a85ec53
+	return uint32(h >> 32)
 }
 
 // hashEntry caches the hash of norms[nLo:nHi] at arena offset at-1 (0 is

@@ -1,9 +1,6 @@
 package classifiers
 
-import (
-	"strings"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // maskGeneric keeps the value's shape (separators stay), shows at most two
 // alphanumerics at each end and never more than a quarter of them, and
@@ -35,9 +32,10 @@ func maskGeneric(dst, v []byte) []byte {
 			k++
 			continue
 		}
-		if strings.IndexByte(" -.+()/:", c) >= 0 {
+		switch c {
+		case ' ', '-', '.', '+', '(', ')', '/', ':':
 			dst = append(dst, c)
-		} else {
+		default:
 			dst = append(dst, '*')
 		}
 	}

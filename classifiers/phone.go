@@ -25,7 +25,7 @@ import (
 // phoneBook holds per-region validation tables, built on first use. It is
 // safe for concurrent use.
 type phoneBook struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	regions map[string]*phoneRegion
 }
 
@@ -82,12 +82,18 @@ func newPhoneBook() *phoneBook { return &phoneBook{regions: map[string]*phoneReg
 
 // region returns the compiled tables of region id (built once).
 func (b *phoneBook) region(id string) *phoneRegion {
+	b.mu.RLock()
+	r, ok := b.regions[id]
+	b.mu.RUnlock()
+	if ok {
+		return r
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if r, ok := b.regions[id]; ok {
 		return r
 	}
-	r := buildPhoneRegion(id)
+	r = buildPhoneRegion(id)
 	b.regions[id] = r
 	return r
 }

@@ -41,7 +41,7 @@ func piiDetectors() []*detector {
 		{id: "pii.fr_nir", cat: CategoryPII, desc: "French NIR / social security number (sex, month, 97-complement key, Corsica 2A/2B)", gate: numGate{minDigits: 15, orLead12: true}, numeric: nirNumeric, context: ctxNIR},
 		{id: "pii.fr_siren", cat: CategoryPII, desc: "French SIREN company number (Luhn; needs a context word such as SIREN or RCS)", gate: numGate{minDigits: 9}, numeric: sirenNumeric, context: ctxSIREN},
 		{id: "pii.fr_siret", cat: CategoryPII, desc: "French SIRET establishment number (Luhn, La Poste rule; needs a context word)", gate: numGate{minDigits: 14}, numeric: siretNumeric, context: append(append([]string{}, ctxSIRET...), "siren")},
-		{id: "pii.uk_nino", cat: CategoryPII, desc: "UK National Insurance number (HMRC prefix and suffix rules)", glued: true, gate: numGate{minDigits: 6}, numeric: ninoNumeric, context: ctxNINO},
+		{id: "pii.uk_nino", cat: CategoryPII, desc: "UK National Insurance number (HMRC prefix and suffix rules)", glued: true, gate: numGate{minDigits: 6, firstLens: 0x7e}, numeric: ninoNumeric, context: ctxNINO},
 		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; needs the word NHS nearby)", gate: numGate{minDigits: 10}, numeric: nhsNumeric, context: ctxNHS},
 		{id: "pii.es_dni", cat: CategoryPII, desc: "Spanish DNI or NIE (check letter mod 23)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<7 | 1<<8}, numeric: dniNumeric, context: ctxDNI},
 		{id: "pii.it_fiscal_code", cat: CategoryPII, desc: "Italian codice fiscale (shape and check character)", glued: true, gate: numGate{minDigits: 2, firstLens: 1 << 2, upperBefore: true}, numeric: cfNumeric, context: ctxCF},
@@ -63,7 +63,11 @@ func (st *scanState) conf(d *detector, base float64, lo, hi int) float64 {
 // ---- e-mail ----
 
 func isLocalByte(b byte) bool {
-	return isAlnum(b) || strings.IndexByte("._%+-'", b) >= 0
+	switch b {
+	case '.', '_', '%', '+', '-', '\'':
+		return true
+	}
+	return isAlnum(b)
 }
 func isDomainByte(b byte) bool { return isAlnum(b) || b == '.' || b == '-' }
 
