@@ -3,13 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/aishield/aishield/internal/proxy"
 	"github.com/aishield/aishield/pagedcache"
@@ -64,5 +71,138 @@ func TestServeProxyGracefulAndQuiet(t *testing.T) {
 	}
 	if strings.Contains(logs.String()+errOut.String(), "sk-very-secret") {
 		t.Error("the caller's API key was logged")
+	}
+}
+
+// startRedis starts a real redis-server on a free loopback port in a
+// temporary directory (as sdk/fingerprint's tests do) and returns its
+// address; it skips when redis-server is missing, unless
+// AISHIELD_REQUIRE_REDIS=1.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("AISHIELD_REQUIRE_REDIS") == "1" {
+			t.Fatalf("redis-server not found and AISHIELD_REQUIRE_REDIS=1: %v", err)
+		}
+		t.Skip("redis-server not installed (set AISHIELD_REQUIRE_REDIS=1 to fail instead)")
+	}
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := c.Ping(context.Background()).Err(); err == nil {
+			return addr
+		} else if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not answer: %v", err)
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestProxyRedisFlag runs two `aishield proxy --redis ADDR` commands (the
+// real flag path, in process) in front of the paged-cache server with the
+// incident's fault: tenant A's report goes out through the first, tenant
+// B's over-capacity prompt through the second, and B's answer, decoded
+// over A's freed pages, is refused by the second proxy as cross-exchange
+// material, which it knows only from the shared Redis memory. Each proxy
+// has its own random hash key, as separate processes would.
+func TestProxyRedisFlag(t *testing.T) {
+	addr := startRedis(t)
+	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192),
+		pagedcache.WithSeed(11), pagedcache.WithFaults(pagedcache.FaultOversizeStalePages))
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	// No canary and the usage check only flagging: the shared memory must
+	// be what refuses B's answer (it reports 1 prompt token, which blocks
+	// it by itself in a real policy).
+	if err := os.WriteFile(pol, []byte(`name: redis-flag
+levels: [public, internal, confidential, restricted]
+destinations:
+  - name: local
+    base_url: `+ts.URL+`
+    max_level: internal
+    action: redact
+    max_input_tokens: 8192
+inbound:
+  signals:
+    cross_exchange: block
+    usage_mismatch: flag
+    canary: "off"
+  canary: false
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	var urls []string
+	for range 2 {
+		listen := freeAddr(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			if code := run(ctx, []string{"proxy", "--policy", pol, "--upstream", "local", "--listen", listen, "--redis", addr, "--quiet"},
+				strings.NewReader(""), &out, &out); code != 0 {
+				t.Errorf("aishield proxy exited %d: %s", code, out.String())
+			}
+		}()
+		url := "http://" + listen
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if resp, err := http.Get(url + "/healthz"); err == nil {
+				resp.Body.Close()
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("proxy on %s did not start: %v", listen, err)
+			}
+		}
+		urls = append(urls, url)
+	}
+	chat := func(url, key, text string, maxTokens int) (int, string) {
+		body, _ := json.Marshal(map[string]any{"model": "pagedcache-1", "max_tokens": maxTokens,
+			"messages": []map[string]string{{"role": "user", "content": text}}})
+		req, _ := http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	words := strings.Fields("basalt cormorant dolomite ferrule gimbal halyard isobar jetsam kestrel lanyard marlinspike nacelle obsidian pelorus quoin ratline sextant tholepin umiak vernier windlass xebec yardarm zeolite")
+	var report strings.Builder
+	for i := range 900 {
+		report.WriteString(words[(i*7+i/5)%len(words)] + " ")
+	}
+	if code, body := chat(urls[0], "sk-alice", report.String(), 32); code != 200 {
+		t.Fatalf("A through proxy 1: %d %s", code, body)
+	}
+	code, body := chat(urls[1], "sk-bob", "Summarise these public reviews.\n\n"+strings.Repeat("the quiet room keeps warm at night ", 700), 400)
+	if rec, _ := ts.Request("2"); len(rec.ForeignTenants()) == 0 {
+		t.Fatalf("ground truth: B's answer read no page of A's (%s)", rec.Outcome)
+	}
+	if code != http.StatusBadGateway || !strings.Contains(body, "inbound.cross_exchange") {
+		t.Fatalf("B through proxy 2: %d %s; want 502 naming inbound.cross_exchange", code, body)
 	}
 }
