@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"hash"
 	"slices"
 )
@@ -246,7 +245,11 @@ func (st *scanState) anchors() {
 		case b >= '0' && b <= '9':
 			j := c.parse(text, i)
 			sh := c.shape(text)
-			for _, d := range st.s.numeric {
+			dets := st.s.numeric
+			if sh.gluedOne {
+				dets = st.s.numericGlued // the most common shape: digits inside a token
+			}
+			for _, d := range dets {
 				if sh.skips(d) {
 					continue
 				}
@@ -360,9 +363,23 @@ func (st *scanState) hashNorm(r *rawFinding) int32 {
 	st.mac.Reset()
 	st.mac.Write(v)
 	sum := st.mac.Sum(st.sum[:0])
-	st.arena = hex.AppendEncode(st.arena, sum[:hashBytes])
+	st.arena = appendHex(st.arena, sum[:hashBytes])
 	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at + 1}
 	return at
+}
+
+// appendHex is hex.AppendEncode for short inputs, without its generic
+// growth path.
+func appendHex(dst, src []byte) []byte {
+	const digits = "0123456789abcdef"
+	n := len(dst)
+	dst = slices.Grow(dst, 2*len(src))[:n+2*len(src)]
+	out := dst[n:]
+	for i, b := range src {
+		out[2*i] = digits[b>>4]
+		out[2*i+1] = digits[b&15]
+	}
+	return dst
 }
 
 // slotKey picks a cache slot for v from its length and its first and last

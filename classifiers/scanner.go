@@ -91,6 +91,7 @@ type Scanner struct {
 	ac              *acMatcher
 	acRefs          []acRef
 	numeric         []*detector
+	numericGlued    []*detector // the numeric detectors with glued set
 	email           *detector
 	ipv6            *detector
 	includeReserved bool
@@ -188,6 +189,9 @@ func New(opts Options) (*Scanner, error) {
 		switch {
 		case d.numeric != nil:
 			s.numeric = append(s.numeric, d)
+			if d.glued {
+				s.numericGlued = append(s.numericGlued, d)
+			}
 		case d.id == "pii.email":
 			s.email = d
 		}
