@@ -76,7 +76,7 @@ type MemoryStore struct {
 	freeSlots  []uint32
 	head, tail uint32 // least and most recently recorded slot, noSlot when none
 	live       int
-	index      map[uint64]uint32 // hash → slot, or multiTag|posting
+	index      hashIndex // hash → slot, or multiTag|posting
 	posts      []memPosting
 	freePosts  []uint32
 	entries    int
@@ -151,7 +151,7 @@ func NewMemoryStore(opts MemoryOptions) *MemoryStore {
 		bySeq: make(map[Ref]uint32),
 		head:  noSlot,
 		tail:  noSlot,
-		index: make(map[uint64]uint32),
+		index: newHashIndex(1024),
 	}
 }
 
@@ -178,16 +178,19 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 	}
 	ex := &s.exs[slot]
 	ex.expires = now + int64(ttl)
+	if ex.hashes == nil {
+		ex.hashes = make([]uint64, 0, len(hashes))
+	}
 	for _, h := range hashes {
-		v, ok := s.index[h]
+		v, ok := s.index.get(h)
 		switch {
 		case !ok:
-			s.index[h] = slot
+			s.index.put(h, slot)
 		case v&multiTag == 0:
 			if v == slot {
 				continue // already held (fingerprints repeat within a text)
 			}
-			s.index[h] = multiTag | s.newPosting(v, slot)
+			s.index.put(h, multiTag|s.newPosting(v, slot))
 		default:
 			p := &s.posts[v&^multiTag]
 			if n := len(p.holders); n > 0 && p.holders[n-1] == slot || slices.Contains(p.holders, slot) {
@@ -209,6 +212,9 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 		ex = &s.exs[slot]
 		ex.hashes = append(ex.hashes, h)
 		s.entries++
+	}
+	if ex = &s.exs[slot]; cap(ex.hashes) > len(ex.hashes)+len(ex.hashes)/4+16 {
+		ex.hashes = slices.Clip(slices.Clone(ex.hashes)) // no slack kept for long
 	}
 	s.bound()
 	return nil
@@ -324,7 +330,7 @@ func (s *MemoryStore) LookupRefs(ctx context.Context, exclude string, hashes []u
 		self = slot
 	}
 	for i, h := range hashes {
-		v, ok := s.index[h]
+		v, ok := s.index.get(h)
 		if ok {
 			if v&multiTag == 0 {
 				if v != self {
@@ -391,13 +397,13 @@ func (s *MemoryStore) forget(slot uint32) {
 	delete(s.byID, ex.id)
 	delete(s.bySeq, ex.ref)
 	for _, h := range ex.hashes {
-		v, ok := s.index[h]
+		v, ok := s.index.get(h)
 		if !ok {
 			continue
 		}
 		if v&multiTag == 0 {
 			if v == slot {
-				delete(s.index, h)
+				s.index.del(h)
 			}
 			continue
 		}
@@ -409,9 +415,9 @@ func (s *MemoryStore) forget(slot uint32) {
 		}
 		switch {
 		case p.count <= 0:
-			delete(s.index, h)
+			s.index.del(h)
 		case p.count == 1 && len(p.holders) == 1:
-			s.index[h] = p.holders[0] // back to a single holder
+			s.index.put(h, p.holders[0]) // back to a single holder
 		default:
 			continue
 		}

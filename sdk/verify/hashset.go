@@ -10,6 +10,11 @@ type hashSet struct {
 	n     int
 }
 
+// slotOf places h: its bits above the 32nd after an odd multiplier, so that
+// hashes with structure in their low or high bits (window minima, small
+// numbers) still spread.
+func slotOf(h uint64, mask int) int { return int((h*0x9e3779b97f4a7c15)>>32) & mask }
+
 func newHashSet(n int) hashSet {
 	size := 16
 	for size < 2*n {
@@ -43,7 +48,7 @@ func (s *hashSet) add(h uint64) {
 		s.grow()
 	}
 	mask := len(s.slots) - 1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
+	for i := slotOf(h, mask); ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case 0:
 			s.slots[i] = h
@@ -63,7 +68,7 @@ func (s *hashSet) has(h uint64) bool {
 		return false
 	}
 	mask := len(s.slots) - 1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
+	for i := slotOf(h, mask); ; i = (i + 1) & mask {
 		switch s.slots[i] {
 		case 0:
 			return false
