@@ -97,7 +97,7 @@ type run struct {
 	n          int // counted fingerprints
 	start, end int // response bytes from the first one's start to the last one's end
 	covered    int // bytes covered by counted fingerprints (their union)
-	words      int // bytes of distinct informative words within them
+	words      int // bytes of the informative words whole within the run
 	wordEnd    int // end of the last informative word counted
 }
 
@@ -186,6 +186,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		}
 	}
 	s.win.Reset()
+	s.fps = s.fps[:0]
 	mine := v.Mint(ex.ID)
 	for _, t := range s.texts {
 		findCanaries(s.req[t.start:t.end], func(h canaryHit) {
@@ -311,10 +312,18 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 	if final {
 		safe = end
 	}
-	// Fingerprints are exact as soon as their k-gram is complete.
+	// Fingerprints are exact as soon as their k-gram is complete, but the
+	// words they touch are judged whole: one whose last word may go on in
+	// the next piece waits (with those after it) until the word ends, the
+	// response ends, or maxWordWait bytes have followed.
 	if v.on(inbound.SignalCrossExchange) {
-		s.fps = s.win.TakeAppend(s.fps[:0])
-		got, err := s.cross(ctx, s.fps)
+		s.fps = s.win.TakeAppend(s.fps)
+		n := 0
+		for n < len(s.fps) && (final || !s.wordOpen(s.fps[n].End)) {
+			n++
+		}
+		got, err := s.cross(ctx, s.fps[:n])
+		s.fps = s.fps[:copy(s.fps, s.fps[n:])]
 		sigs = append(sigs, got...)
 		if err != nil {
 			return sigs, err
@@ -519,7 +528,10 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			}
 			r.end = max(r.end, f.End)
 			for _, w := range s.words {
-				if w.start >= r.wordEnd {
+				// Informative words count once, and only whole within
+				// the run: a word the run starts or ends inside ("…ase"
+				// of two different words, "heade…") is not shared.
+				if w.start >= max(r.start, r.wordEnd) && w.end <= r.end {
 					r.words += w.end - w.start
 					r.wordEnd = w.end
 				}
@@ -540,6 +552,24 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		}
 	}
 	return sigs, nil
+}
+
+// maxWordWait bounds how long a fingerprint waits for its last word to
+// end: a longer "word" (a blob of base64) is judged as it is.
+const maxWordWait = 64
+
+// wordOpen reports whether the word at s.buf[end-1] may continue past the
+// text received so far.
+func (s *session) wordOpen(end int) bool {
+	if end <= 0 || end > len(s.buf) || !isWordByte(s.buf[end-1]) || len(s.buf)-end > maxWordWait {
+		return false
+	}
+	for _, c := range s.buf[end:] {
+		if !isWordByte(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // refStore is implemented by stores that answer lookups in compact form
