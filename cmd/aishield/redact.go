@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -122,25 +124,47 @@ status is 1. Input must be UTF-8 text.`,
 }
 
 // writeVault writes v to path readable and writable by its owner only,
-// replacing any previous content.
+// replacing any previous vault at once: it is written to a temporary file
+// (0600) beside it and renamed, so that a restore at the end of the same
+// pipe never reads a half-written or previous vault once redact's output
+// has reached it.
 func writeVault(path string, v *vaultFile) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
+	tmp := f.Name()
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// readVault loads the vault at path.
+func readVault(path string) (*vaultFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v vaultFile
+	if err := json.Unmarshal(data, &v); err != nil || v.Version != 1 {
+		return nil, fmt.Errorf("%s is not an aishield vault", path)
+	}
+	return &v, nil
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -151,19 +175,23 @@ func newRestoreCmd() *cobra.Command {
 		Long: `Restore copies standard input to standard output, replacing the placeholders saved in the
 vault file by "aishield redact" with their values. Only that vault's placeholders are restored:
 placeholder-shaped text from anywhere else is left as it is (and counted on standard error).
-Input is processed as it arrives, so restore can sit at the end of a streaming pipe.`,
+Input is processed as it arrives, so restore can sit at the end of a streaming pipe. The vault
+is read when the first byte of input arrives, not before: in
+"aishield redact --vault v | some-llm-cli | aishield restore --vault v" every command starts at
+once, and redact writes the vault before its output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := os.ReadFile(vaultPath)
+			in := bufio.NewReaderSize(cmd.InOrStdin(), 32<<10)
+			_, perr := in.Peek(1)
+			v, err := readVault(vaultPath)
 			if err != nil {
+				if errors.Is(perr, io.EOF) && errors.Is(err, fs.ErrNotExist) {
+					err = fmt.Errorf("no vault %s and nothing on standard input (did redact refuse the text?)", vaultPath)
+				}
 				return withCode(2, err)
 			}
-			var v vaultFile
-			if err := json.Unmarshal(data, &v); err != nil || v.Version != 1 {
-				return withCode(2, fmt.Errorf("%s is not an aishield vault", vaultPath))
-			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
-			restored, foreign, err := restoreStream(cmd.InOrStdin(), w, v.Placeholders)
+			restored, foreign, err := restoreStream(in, w, v.Placeholders)
 			if ferr := w.Flush(); err == nil {
 				err = ferr
 			}
