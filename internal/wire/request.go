@@ -152,20 +152,8 @@ func (r *Request) AddSystemText(text string) bool {
 		}
 	case KindAnthropic:
 		switch sys := m["system"].(type) {
-		case nil:
-			_, had := m["system"]
-			m["system"] = text
-			r.setMember(had, "system", appendString(nil, text))
-			r.Segments = append(r.Segments, Segment{Path: Path{"system"}, Role: "system", Field: "system", Text: text})
-		case string:
-			m["system"] = sys + "\n\n" + text
-			r.replace(Path{"system"}, sys+"\n\n"+text)
-			// The existing system segment (if any) now covers both texts.
-			for i := range r.Segments {
-				if len(r.Segments[i].Path) == 1 && r.Segments[i].Path[0] == "system" {
-					r.Segments[i].Text = sys + "\n\n" + text
-				}
-			}
+		case nil, string:
+			r.appendToString(m, "system", text)
 		case []any:
 			m["system"] = append(sys, map[string]any{"type": "text", "text": text})
 			raw := appendString([]byte(`{"type":"text","text":`), text)
@@ -175,20 +163,9 @@ func (r *Request) AddSystemText(text string) bool {
 			return false
 		}
 	case KindResponses:
-		switch ins := m["instructions"].(type) {
-		case nil:
-			_, had := m["instructions"]
-			m["instructions"] = text
-			r.setMember(had, "instructions", appendString(nil, text))
-			r.Segments = append(r.Segments, Segment{Path: Path{"instructions"}, Role: "system", Field: "instructions", Text: text})
-		case string:
-			m["instructions"] = ins + "\n\n" + text
-			r.replace(Path{"instructions"}, ins+"\n\n"+text)
-			for i := range r.Segments {
-				if len(r.Segments[i].Path) == 1 && r.Segments[i].Path[0] == "instructions" {
-					r.Segments[i].Text = ins + "\n\n" + text
-				}
-			}
+		switch m["instructions"].(type) {
+		case nil, string:
+			r.appendToString(m, "instructions", text)
 		default:
 			return false
 		}
@@ -196,6 +173,29 @@ func (r *Request) AddSystemText(text string) bool {
 		return false
 	}
 	return true
+}
+
+// appendToString appends text to the top-level string member key (which
+// must be a string, null or absent), separated by a blank line, and keeps
+// the segments in step: the member's existing segment, if any, now covers
+// both texts; a new member gets a new system segment.
+func (r *Request) appendToString(m map[string]any, key, text string) {
+	prev, isString := m[key].(string)
+	if !isString {
+		_, had := m[key]
+		m[key] = text
+		r.setMember(had, key, appendString(nil, text))
+		r.Segments = append(r.Segments, Segment{Path: Path{key}, Role: "system", Field: key, Text: text})
+		return
+	}
+	joined := prev + "\n\n" + text
+	m[key] = joined
+	r.replace(Path{key}, joined)
+	for i := range r.Segments {
+		if len(r.Segments[i].Path) == 1 && r.Segments[i].Path[0] == key {
+			r.Segments[i].Text = joined
+		}
+	}
 }
 
 // setMember records that the top-level member key is now raw: a
