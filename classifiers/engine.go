@@ -3,10 +3,7 @@ package classifiers
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
-	"hash"
 	"slices"
 )
 
@@ -70,8 +67,7 @@ type scanState struct {
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
-	mac    hash.Hash // HMAC-SHA256 keyed with Scanner.key, Reset per value
-	sum    [sha256.Size]byte
+	mac    *keyedHash     // HMAC-SHA256 keyed with Scanner.key
 	norms  []byte         // normalised values of out, hashed at the end
 	norm   []byte         // emitString's copy of its string
 	phones [256]phoneMemo // recent phone validations
@@ -209,7 +205,7 @@ func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi 
 	if st == nil {
 		st = &scanState{s: s, windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
 			custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
-			mac: hmac.New(sha256.New, s.key)}
+			mac: newKeyedHash(s.key)}
 	}
 	st.ctx, st.text, st.acceptLo, st.acceptHi = ctx, text, acceptLo, acceptHi
 	return st
@@ -360,9 +356,7 @@ func (st *scanState) hashNorm(r *rawFinding) int32 {
 		return e.at - 1
 	}
 	at := int32(len(st.arena))
-	st.mac.Reset()
-	st.mac.Write(v)
-	sum := st.mac.Sum(st.sum[:0])
+	sum := st.mac.Sum(v)
 	st.arena = appendHex(st.arena, sum[:hashBytes])
 	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at + 1}
 	return at
