@@ -391,6 +391,17 @@ func (b *phoneBook) mainRegion(cc int) *phoneRegion {
 // e164 formats the number as phonenumbers.Format(n, E164) does.
 func (n phoneNumber) e164() string { return "+" + strconv.Itoa(n.cc) + n.nsn }
 
+// e164Reusing is e164, returning s instead of a new string when s already
+// holds the same text.
+func (n phoneNumber) e164Reusing(s string) string {
+	var b [24]byte
+	cc := strconv.AppendInt(append(b[:0], '+'), int64(n.cc), 10)
+	if len(s) == len(cc)+len(n.nsn) && s[:len(cc)] == string(cc) && s[len(cc):] == n.nsn {
+		return s
+	}
+	return n.e164()
+}
+
 // nationalNumber is the national number as an integer would print it
 // (PhoneNumber.GetNationalNumber): without leading zeros.
 func (n phoneNumber) nationalNumber() string {

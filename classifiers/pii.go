@@ -294,7 +294,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			if intl {
 				ds = k[1:]
 			}
-			res = st.s.checkPhone(ds, intl)
+			res = st.s.checkPhoneKey(ds, intl, k)
 			*e = phoneMemo{set: true, key: k, res: res}
 		}
 		if !res.valid {
@@ -331,6 +331,13 @@ type phoneResult struct {
 // national number of one of phoneRegionsFor's regions) with libphonenumber's
 // metadata.
 func (s *Scanner) checkPhone(digits string, intl bool) phoneResult {
+	return s.checkPhoneKey(digits, intl, "")
+}
+
+// checkPhoneKey is checkPhone whose result's E.164 form is key itself when
+// they are equal (key is the memo key: '+' and the digits of an
+// international number), so that a memo entry holds one string, not two.
+func (s *Scanner) checkPhoneKey(digits string, intl bool, key string) phoneResult {
 	var num phoneNumber
 	found := false
 	if intl {
@@ -358,7 +365,7 @@ func (s *Scanner) checkPhone(digits string, intl bool) phoneResult {
 	if !found {
 		return phoneResult{}
 	}
-	return phoneResult{valid: true, fictional: fictionalPhone(num.cc, num.nationalNumber()), e164: num.e164()}
+	return phoneResult{valid: true, fictional: fictionalPhone(num.cc, num.nationalNumber()), e164: num.e164Reusing(key)}
 }
 
 // fictionalPhone reports numbers reserved for fiction and documentation:
