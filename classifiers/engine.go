@@ -70,7 +70,7 @@ type scanState struct {
 	mac    *keyedHash     // HMAC-SHA256 keyed with Scanner.key
 	norms  []byte         // normalised values of out, hashed at the end
 	norm   []byte         // emitString's copy of its string
-	phones [256]phoneMemo // recent phone validations
+	phones phoneTable     // this chunk's phone validations
 	hcache [512]hashEntry // recent hashed values (hashNorm)
 }
 
@@ -198,8 +198,8 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 // the Scanner's pool (sync.Pool is safe for concurrent use): the buffers a
 // dense chunk needs (findings, previews, normalised values, trigger lists)
 // are allocated once, not per scan. Nothing in a state outlives the
-// scanChunk call that uses it; the phone memo carries over, as its entries
-// depend only on the Scanner's configuration.
+// scanChunk call that uses it: the phone memo and the hash cache are
+// emptied when the chunk is done.
 func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi int) *scanState {
 	st, _ := s.states.Get().(*scanState)
 	if st == nil {
@@ -227,6 +227,7 @@ func (s *Scanner) putState(st *scanState) {
 	st.hits = st.hits[:0]
 	st.out, st.arena, st.norms = st.out[:0], st.arena[:0], st.norms[:0]
 	st.hcache = [len(st.hcache)]hashEntry{}
+	st.phones.reset()
 	s.states.Put(st)
 }
 

@@ -141,9 +141,16 @@ func buildPhoneRegion(id string) *phoneRegion {
 			return r
 		}
 	}
+	// A pattern with a digit DFA needs no regexp (full uses the DFA):
+	// compiling only one of them halves the cost of building a region,
+	// paid on the first scan that meets it.
 	desc := func(d *phonenumbers.PhoneNumberDesc) (phoneDesc, bool) {
-		re := compile("^(?:" + d.GetNationalNumberPattern() + ")$")
-		return phoneDesc{lens: d.GetPossibleLength(), re: re, dfa: compileDigitDFA(d.GetNationalNumberPattern())}, re != nil
+		pd := phoneDesc{lens: d.GetPossibleLength(), dfa: compileDigitDFA(d.GetNationalNumberPattern())}
+		if pd.dfa != nil {
+			return pd, true
+		}
+		pd.re = compile("^(?:" + d.GetNationalNumberPattern() + ")$")
+		return pd, pd.re != nil
 	}
 	g, ok := desc(m.GetGeneralDesc())
 	if !ok {

@@ -282,21 +282,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 				return false
 			}
 		}
-		h := uint32(2166136261) // FNV-1a
-		for _, ch := range key {
-			h = (h ^ uint32(ch)) * 16777619
-		}
-		e := &st.phones[h%uint32(len(st.phones))]
-		res := e.res
-		if !e.set || e.key != string(key) {
-			k := string(key)
-			ds := k
-			if intl {
-				ds = k[1:]
-			}
-			res = st.s.checkPhoneKey(ds, intl, k)
-			*e = phoneMemo{set: true, key: k, res: res}
-		}
+		res := st.phoneLookup(key, intl)
 		if !res.valid {
 			return false
 		}
@@ -312,12 +298,110 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 	})
 }
 
-// phoneMemo is an entry of scanState.phones, a direct-mapped cache of
-// recent phone validations (the same number often appears many times).
+// phoneMemo is an entry of a phoneTable.
 type phoneMemo struct {
-	set bool
 	key string // '+' and the digits of an international number, or the digits
 	res phoneResult
+}
+
+// phoneSlot is a phoneTable slot: the hash of an entry's key and its index
+// in entries plus one (0: empty). Slots are small so that probing a table
+// sized for a dense chunk stays in cache.
+type phoneSlot struct {
+	hash uint32
+	idx  uint32
+}
+
+// phoneTable memoises the phone validations of one chunk scan (the same
+// number often appears many times): an open-addressing hash table keyed by
+// the normalised digits, grown with the chunk's distinct numbers and
+// emptied when the chunk is done, so no result carries from one scan to
+// the next. It is part of a scanState and shares its (lack of) concurrency.
+type phoneTable struct {
+	slots   []phoneSlot // power-of-two length, or nil
+	entries []phoneMemo
+}
+
+// Bounds of a phoneTable's slot count: the first allocation, and the size
+// past which it stops growing (and stops memoising: results stay correct,
+// only new numbers are validated each time they appear).
+const (
+	phoneTableMin = 64
+	phoneTableMax = 1 << 16
+)
+
+// phoneLookup returns the validation of key ('+' and digits when intl,
+// else the digits of a national number), from the chunk's memo when it
+// was validated before in this chunk.
+func (st *scanState) phoneLookup(key []byte, intl bool) phoneResult {
+	t := &st.phones
+	h := uint32(2166136261) // FNV-1a
+	for _, ch := range key {
+		h = (h ^ uint32(ch)) * 16777619
+	}
+	if t.slots != nil {
+		mask := uint32(len(t.slots) - 1)
+		for i := h & mask; t.slots[i].idx != 0; i = (i + 1) & mask {
+			if sl := t.slots[i]; sl.hash == h {
+				if e := &t.entries[sl.idx-1]; e.key == string(key) {
+					return e.res
+				}
+			}
+		}
+	}
+	k := string(key)
+	ds := k
+	if intl {
+		ds = k[1:]
+	}
+	res := st.s.checkPhoneKey(ds, intl, k)
+	t.insert(h, phoneMemo{key: k, res: res})
+	return res
+}
+
+// insert adds e, whose key (of hash h) is not in t, growing t to keep it
+// at most half full.
+func (t *phoneTable) insert(h uint32, e phoneMemo) {
+	if 2*(len(t.entries)+1) > len(t.slots) {
+		if len(t.slots) >= phoneTableMax {
+			return
+		}
+		t.grow()
+	}
+	t.entries = append(t.entries, e)
+	t.place(h, uint32(len(t.entries)))
+}
+
+// place puts entry idx-1 of hash h in the first free slot of its probe
+// sequence.
+func (t *phoneTable) place(h, idx uint32) {
+	mask := uint32(len(t.slots) - 1)
+	i := h & mask
+	for t.slots[i].idx != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = phoneSlot{h, idx}
+}
+
+// grow doubles the slot count and re-inserts the entries.
+func (t *phoneTable) grow() {
+	old := t.slots
+	t.slots = make([]phoneSlot, max(phoneTableMin, 2*len(old)))
+	for _, sl := range old {
+		if sl.idx != 0 {
+			t.place(sl.hash, sl.idx)
+		}
+	}
+}
+
+// reset empties t, keeping its memory.
+func (t *phoneTable) reset() {
+	if len(t.entries) == 0 {
+		return
+	}
+	clear(t.slots)
+	clear(t.entries) // drop the strings
+	t.entries = t.entries[:0]
 }
 
 // phoneResult is the outcome of validating one phone candidate.
