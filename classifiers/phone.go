@@ -35,7 +35,7 @@ type phoneRegion struct {
 	transform bool // national prefix transform rule: numbers of this region go to phonenumbers
 	cc        int
 	ccStr     string
-	idd       string         // international prefix, a digit literal
+	idd       string         // international prefix when a digit literal, else "" (national numbers go to phonenumbers)
 	npLit     string         // national prefix for parsing when it is a digit literal
 	npfp      *regexp.Regexp // otherwise, the pattern, or nil
 	leading   *regexp.Regexp // leading digits for shared calling codes, or nil
@@ -115,9 +115,11 @@ func buildPhoneRegion(id string) *phoneRegion {
 		return r
 	}
 	r.transform = m.GetNationalPrefixTransformRule() != ""
-	idd := m.GetInternationalPrefix()
-	if idd == "" || strings.Trim(idd, "0123456789") != "" {
-		return r
+	// Only national numbers need the international prefix: a region
+	// whose prefix is a pattern (AU, JP, …) still validates numbers
+	// written after a '+' here.
+	if idd := m.GetInternationalPrefix(); idd != "" && strings.Trim(idd, "0123456789") == "" {
+		r.idd = idd
 	}
 	compile := func(pat string) *regexp.Regexp {
 		re, err := regexp.Compile(pat)
@@ -128,7 +130,6 @@ func buildPhoneRegion(id string) *phoneRegion {
 	}
 	r.cc = int(m.GetCountryCode())
 	r.ccStr = strconv.Itoa(r.cc)
-	r.idd = idd
 	if p := m.GetNationalPrefixForParsing(); p != "" {
 		if strings.Trim(p, "0123456789") == "" {
 			r.npLit = p // a digit literal: "^(?:0)" matches exactly its prefix
@@ -350,7 +351,7 @@ func (b *phoneBook) international(digits string) (num phoneNumber, valid, handle
 // prefix (IDD) or the region's own calling code in front is recognised.
 func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled bool) {
 	r := b.region(id)
-	if !r.ok || r.transform {
+	if !r.ok || r.transform || r.idd == "" {
 		return num, false, false
 	}
 	parseRegion := r // whose metadata strips the national prefix
