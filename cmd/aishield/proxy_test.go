@@ -9,16 +9,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/aishield/aishield/internal/proxy"
+	"github.com/aishield/aishield/internal/redistest"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 )
@@ -74,39 +72,6 @@ func TestServeProxyGracefulAndQuiet(t *testing.T) {
 	}
 }
 
-// startRedis starts a real redis-server on a free loopback port in a
-// temporary directory (as sdk/fingerprint's tests do) and returns its
-// address; it skips when redis-server is missing, unless
-// AISHIELD_REQUIRE_REDIS=1.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("AISHIELD_REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-server not found and AISHIELD_REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-server not installed (set AISHIELD_REQUIRE_REDIS=1 to fail instead)")
-	}
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err := c.Ping(context.Background()).Err(); err == nil {
-			return addr
-		} else if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not answer: %v", err)
-		}
-	}
-}
-
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -126,7 +91,7 @@ func freeAddr(t *testing.T) string {
 // material, which it knows only from the shared Redis memory. Each proxy
 // has its own random hash key, as separate processes would.
 func TestProxyRedisFlag(t *testing.T) {
-	addr := startRedis(t)
+	addr := redistest.Start(t)
 	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192),
 		pagedcache.WithSeed(11), pagedcache.WithFaults(pagedcache.FaultOversizeStalePages))
 	pol := filepath.Join(t.TempDir(), "policy.yaml")

@@ -5,61 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/aishield/aishield/internal/redistest"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/verify"
 )
-
-// startRedis starts a real redis-server on a free loopback port in a
-// temporary directory (the approach of sdk/fingerprint's tests) and returns
-// its address. It skips the test when redis-server is not installed, unless
-// AISHIELD_REQUIRE_REDIS=1.
-func startRedis(t testing.TB) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("AISHIELD_REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-server not found and AISHIELD_REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-server not installed (set AISHIELD_REQUIRE_REDIS=1 to fail instead)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err := c.Ping(context.Background()).Err(); err == nil {
-			return addr
-		} else if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server did not answer: %v\n%s", err, log)
-		}
-	}
-}
 
 // redisStore is a fingerprint store on its own connection to the Redis
 // server at addr, as a separate proxy process would have.
@@ -125,7 +81,7 @@ func exchanges(t testing.TB, audit string) []string {
 // in-memory stores, proxy 2 has never seen A's text and cannot know: the
 // same answer goes through. That difference is what --redis is for.
 func TestProxiesShareMemoryThroughRedis(t *testing.T) {
-	addr := startRedis(t)
+	addr := redistest.Start(t)
 	for _, tc := range []struct {
 		name   string
 		stream bool

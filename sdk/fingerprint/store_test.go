@@ -3,60 +3,15 @@ package fingerprint
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// startRedis starts a real redis-server on a free loopback port in a
-// temporary directory and returns a client to it. It skips the test when
-// redis-server is not installed, unless AISHIELD_REQUIRE_REDIS=1.
-func startRedis(t testing.TB) *redis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("AISHIELD_REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-server not found and AISHIELD_REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-server not installed (set AISHIELD_REQUIRE_REDIS=1 to fail instead)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	t.Cleanup(func() { _ = c.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if err := c.Ping(context.Background()).Err(); err == nil {
-			return c
-		} else if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server did not answer: %v\n%s", err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+	"github.com/aishield/aishield/internal/redistest"
+)
 
 type clock struct {
 	mu sync.Mutex
@@ -81,7 +36,7 @@ func storeCases() []storeCase {
 			return NewMemoryStore(MemoryOptions{Now: clk.now, MaxHolders: maxHolders})
 		}},
 		{"redis", func(t *testing.T, clk *clock, maxHolders int) Store {
-			c := startRedis(t)
+			c := redistest.Client(t)
 			s := NewRedisStore(c, RedisOptions{Namespace: "test-" + t.Name(), MaxHolders: maxHolders, Batch: 3})
 			s.now = clk.now
 			return s
@@ -222,7 +177,7 @@ func TestStoresConcurrent(t *testing.T) {
 }
 
 func TestRedisKeysHaveTTL(t *testing.T) {
-	c := startRedis(t)
+	c := redistest.Client(t)
 	ctx := context.Background()
 	s := NewRedisStore(c, RedisOptions{Namespace: "ns1"})
 	if err := s.Record(ctx, "ex", []uint64{0xabc}, 2*time.Minute); err != nil {
