@@ -126,19 +126,12 @@ func (p *parser) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[k] = v
-		p.space()
-		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input")
+		done, err := p.next('}', "expected ',' or '}' after an object value")
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.space()
-		case '}':
-			p.pos++
+		if done {
 			return m, nil
-		default:
-			return nil, p.fail("expected ',' or '}' after an object value")
 		}
 	}
 }
@@ -160,21 +153,34 @@ func (p *parser) array(depth int) (any, error) {
 			return nil, err
 		}
 		a = append(a, v)
-		p.space()
-		if p.pos >= len(p.data) {
-			return nil, p.fail("unexpected end of JSON input")
+		done, err := p.next(']', "expected ',' or ']' after an array element")
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.space()
-		case ']':
-			p.pos++
+		if done {
 			return a, nil
-		default:
-			return nil, p.fail("expected ',' or ']' after an array element")
 		}
 	}
+}
+
+// next consumes what follows an object member or array element: a ','
+// (and the space after it), or the closing byte, which sets done. Anything
+// else is the error msg.
+func (p *parser) next(closing byte, msg string) (done bool, err error) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return false, p.fail("unexpected end of JSON input")
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		p.space()
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	}
+	return false, p.fail(msg)
 }
 
 // number checks the JSON number grammar and returns it as json.Number.
