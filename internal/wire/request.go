@@ -273,20 +273,26 @@ func (x *extractor) chat(m map[string]any) {
 	x.rest(m, chatSkip, "")
 }
 
-func (x *extractor) chatMessage(msg map[string]any) {
-	role, _ := msg["role"].(string)
+// content extracts obj["content"]: a string, added as one segment of
+// field, or a list of parts, each handed to part with its index pushed.
+func (x *extractor) content(obj map[string]any, role, field string, part func(v any, role string)) {
 	x.push("content")
-	switch c := msg["content"].(type) {
+	switch c := obj["content"].(type) {
 	case string:
-		x.add(role, "content", c, false)
+		x.add(role, field, c, false)
 	case []any:
-		for j, pv := range c {
+		for j, v := range c {
 			x.push(j)
-			x.contentPart(pv, role)
+			part(v, role)
 			x.pop()
 		}
 	}
 	x.pop()
+}
+
+func (x *extractor) chatMessage(msg map[string]any) {
+	role, _ := msg["role"].(string)
+	x.content(msg, role, "content", x.contentPart)
 	if calls, ok := msg["tool_calls"].([]any); ok {
 		x.push("tool_calls")
 		for j, cv := range calls {
@@ -457,18 +463,7 @@ func (x *extractor) responsesItem(iv any) {
 			return false
 		}, "tool")
 	default: // "message" items, and easy input messages without a type
-		x.push("content")
-		switch c := item["content"].(type) {
-		case string:
-			x.add(role, "content", c, false)
-		case []any:
-			for j, pv := range c {
-				x.push(j)
-				x.contentPart(pv, role)
-				x.pop()
-			}
-		}
-		x.pop()
+		x.content(item, role, "content", x.contentPart)
 		x.rest(item, func(k string) bool {
 			switch k {
 			case "content", "role", "type", "id", "status":
@@ -513,18 +508,7 @@ func (x *extractor) anthropic(m map[string]any) {
 			continue
 		}
 		role, _ := msg["role"].(string)
-		x.push("content")
-		switch c := msg["content"].(type) {
-		case string:
-			x.add(role, "content", c, false)
-		case []any:
-			for j, bv := range c {
-				x.push(j)
-				x.anthropicBlock(bv, role)
-				x.pop()
-			}
-		}
-		x.pop()
+		x.content(msg, role, "content", x.anthropicBlock)
 		x.rest(msg, func(k string) bool { return k == "role" || k == "content" }, role)
 		x.pop()
 	}
@@ -567,18 +551,7 @@ func (x *extractor) anthropicBlock(bv any, role string) {
 		x.pop()
 		x.rest(b, skipMeta("input"), role)
 	case "tool_result":
-		x.push("content")
-		switch c := b["content"].(type) {
-		case string:
-			x.add("tool", "tool_result", c, false)
-		case []any:
-			for j, cv := range c {
-				x.push(j)
-				x.anthropicBlock(cv, "tool")
-				x.pop()
-			}
-		}
-		x.pop()
+		x.content(b, "tool", "tool_result", x.anthropicBlock)
 		x.rest(b, skipMeta("content"), "tool")
 	case "image":
 		// Base64 or URL image source: no text.
