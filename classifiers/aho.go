@@ -15,6 +15,7 @@ type acMatcher struct {
 	out      [][]int  // state → pattern indices ending here (including via suffix links)
 	hasOut   []bool
 	patterns []string // lower-cased patterns
+	maxLen   int      // the longest pattern's length in bytes
 }
 
 // newACMatcher builds the automaton for patterns, which must already be
@@ -24,6 +25,7 @@ func newACMatcher(patterns []string) *acMatcher {
 	// byte classes
 	var used [256]bool
 	for _, p := range patterns {
+		m.maxLen = max(m.maxLen, len(p))
 		for i := 0; i < len(p); i++ {
 			used[p[i]] = true
 		}
@@ -39,6 +41,7 @@ func newACMatcher(patterns []string) *acMatcher {
 		m.class[b] = m.class[b+'a'-'A']
 	}
 	m.nclass = n
+	m.maxLen = max(m.maxLen, 1)
 	// trie
 	type node struct {
 		next map[uint8]uint32
@@ -103,23 +106,117 @@ func newACMatcher(patterns []string) *acMatcher {
 	return m
 }
 
+// acLanes is the number of lanes scan walks a long text in.
+const acLanes = 4
+
 // scan calls hit(pattern, end) for every occurrence of every pattern in text,
-// where end is the exclusive end offset of the occurrence.
-func (m *acMatcher) scan(text []byte, hit func(pattern, end int)) {
+// where end is the exclusive end offset of the occurrence, in order of end
+// (and, for one end, in the order of out). pending is scratch space for
+// the occurrences found ahead of order (see below); scan returns it,
+// emptied, for reuse.
+//
+// One automaton step is a load that depends on the previous one, so a
+// single walk waits on the cache for every byte. Long texts are walked as
+// acLanes independent lanes in one loop: lane k covers the k-th quarter,
+// starting maxLen-1 bytes before it (k > 0), so every occurrence ending in
+// the quarter lies inside what the lane reads; a lane reports only those.
+// The occurrences of lanes past the first are queued in pending[k-1] and
+// reported once the lanes before have been, which keeps the order of a
+// single walk.
+func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pattern, end int)) {
 	if m == nil || len(m.patterns) == 0 {
 		return
 	}
 	delta, class, n := m.delta, &m.class, uint32(m.nclass)
-	s := uint32(0)
-	for i, b := range text {
-		s = delta[s+uint32(class[b])]
-		if s&outFlag != 0 {
-			s &^= outFlag
+	step := func(s uint32, b byte) uint32 { return delta[s+uint32(class[b])] }
+	if len(text) < acLanes*(4*m.maxLen+256) {
+		s := uint32(0)
+		for i, b := range text {
+			s = step(s, b)
+			if s&outFlag != 0 {
+				s &^= outFlag
+				for _, p := range m.out[s/n] {
+					hit(p, i+1)
+				}
+			}
+		}
+		return
+	}
+	// Lane k reads text[from[k]:to[k]] and reports occurrences ending
+	// after to[k-1].
+	var from, to [acLanes]int
+	q := len(text) / acLanes
+	for k := range acLanes {
+		to[k] = (k + 1) * q
+		if k > 0 {
+			from[k] = k*q - (m.maxLen - 1)
+		}
+	}
+	to[acLanes-1] = len(text)
+	l0, l1, l2, l3 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q], text[from[3]:from[3]+q]
+	var st [acLanes]uint32
+	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
+	queue := func(k int, s uint32, end int) {
+		if end > to[k-1] {
 			for _, p := range m.out[s/n] {
-				hit(p, i+1)
+				pending[k-1] = append(pending[k-1], acHit{int32(p), end})
 			}
 		}
 	}
+	for i := range l0 {
+		s0 = step(s0, l0[i])
+		s1 = step(s1, l1[i])
+		s2 = step(s2, l2[i])
+		s3 = step(s3, l3[i])
+		if (s0|s1|s2|s3)&outFlag == 0 {
+			continue
+		}
+		if s0&outFlag != 0 {
+			s0 &^= outFlag
+			for _, p := range m.out[s0/n] {
+				hit(p, i+1)
+			}
+		}
+		if s1&outFlag != 0 {
+			s1 &^= outFlag
+			queue(1, s1, from[1]+i+1)
+		}
+		if s2&outFlag != 0 {
+			s2 &^= outFlag
+			queue(2, s2, from[2]+i+1)
+		}
+		if s3&outFlag != 0 {
+			s3 &^= outFlag
+			queue(3, s3, from[3]+i+1)
+		}
+	}
+	st[0], st[1], st[2], st[3] = s0, s1, s2, s3
+	// Each lane in turn: its queued occurrences, then the rest of its
+	// bytes (lanes past the first are longer than q).
+	for k := range acLanes {
+		if k > 0 {
+			for _, h := range pending[k-1] {
+				hit(int(h.pattern), h.end)
+			}
+			pending[k-1] = pending[k-1][:0]
+		}
+		s := st[k]
+		for i := from[k] + q; i < to[k]; i++ {
+			s = step(s, text[i])
+			if s&outFlag != 0 {
+				s &^= outFlag
+				for _, p := range m.out[s/n] {
+					hit(p, i+1)
+				}
+			}
+		}
+	}
+}
+
+// acHit is an occurrence queued by scan.
+type acHit struct {
+	pattern int32
+	end     int
 }
 
 const outFlag = 1 << 31

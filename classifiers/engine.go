@@ -57,13 +57,14 @@ type scanState struct {
 	out      []rawFinding
 	err      error
 	// per detector: trigger windows and context word hit positions
-	windows  [][]span
-	ctxHits  [][]int
-	ctxCur   []int // per detector: the last lower bound found in ctxHits
-	custHits [][]span
-	custCtx  [][]int
-	hits     []detHit
-	sortBuf  []rawFinding // scratch of sortRawByStart
+	windows   [][]span
+	ctxHits   [][]int
+	ctxCur    []int // per detector: the last lower bound found in ctxHits
+	custHits  [][]span
+	custCtx   [][]int
+	hits      []detHit
+	sortBuf   []rawFinding         // scratch of sortRawByStart
+	acPending [acLanes - 1][]acHit // scratch of acMatcher.scan
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
@@ -106,7 +107,7 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	st := s.getState(ctx, text, acceptLo, acceptHi)
 	defer s.putState(st)
 	// Pass 1: keywords and context words.
-	s.ac.scan(text, func(p, end int) {
+	s.ac.scan(text, &st.acPending, func(p, end int) {
 		ref := s.acRefs[p]
 		start := end - ref.length
 		if ref.det >= 0 {
