@@ -388,18 +388,25 @@ var stopValues = []string{"password", "changeme", "change_me", "example", "place
 
 // stopIndex indexes stopValues for placeholderValue (read only): exact
 // values, and the stop words by last byte (for "word." anywhere) and, when
-// at least 7 long, by first byte (for the word anywhere).
+// at least 7 long, by first byte (for the word anywhere). pair[c] is the
+// set of second bytes of the byFirst[c] words, so most positions are ruled
+// out with one bit test.
 var stopIndex = func() (x struct {
-	exact   map[string]bool
-	byLast  [256][]string
-	byFirst [256][]string
+	exact          map[string]bool
+	minLen, maxLen int // of the exact values
+	byLast         [256][]string
+	byFirst        [256][]string
+	pair           [256][4]uint64
 }) {
 	x.exact = map[string]bool{}
+	x.minLen = len(stopValues[0])
 	for _, s := range stopValues {
 		x.exact[s] = true
+		x.minLen, x.maxLen = min(x.minLen, len(s)), max(x.maxLen, len(s))
 		x.byLast[s[len(s)-1]] = append(x.byLast[s[len(s)-1]], s)
 		if len(s) >= 7 {
 			x.byFirst[s[0]] = append(x.byFirst[s[0]], s)
+			x.pair[s[0]][s[1]>>6] |= 1 << (s[1] & 63)
 		}
 	}
 	return x
@@ -412,27 +419,38 @@ func placeholderBytes(v []byte) bool {
 	if len(v) > len(lb) {
 		return placeholderValue(string(v))
 	}
-	for _, c := range v {
+	lv := lb[:len(v)]
+	for i, c := range v {
 		if c >= 0x80 {
 			return placeholderValue(string(v))
 		}
+		if c-'A' < 26 {
+			c += 'a' - 'A'
+		}
+		lv[i] = c
 	}
 	if len(v) < 4 {
 		return true
 	}
-	lv := asciiLowerBytes(lb[:0], v)
-	if stopIndex.exact[string(lv)] {
+	x := &stopIndex
+	if len(lv) >= x.minLen && len(lv) <= x.maxLen && x.exact[string(lv)] {
 		return true
 	}
 	for i := 0; i < len(lv); i++ {
-		if lv[i] == '.' && i > 0 {
-			for _, s := range stopIndex.byLast[lv[i-1]] {
+		c := lv[i]
+		if c == '.' && i > 0 {
+			for _, s := range x.byLast[lv[i-1]] {
 				if i >= len(s) && string(lv[i-len(s):i]) == s {
 					return true
 				}
 			}
 		}
-		for _, s := range stopIndex.byFirst[lv[i]] {
+		// Words of byFirst are at least 7 long: none starts at the last
+		// byte, and the pair test needs the next one.
+		if i+1 == len(lv) || x.pair[c][lv[i+1]>>6]&(1<<(lv[i+1]&63)) == 0 {
+			continue
+		}
+		for _, s := range x.byFirst[c] {
 			if len(lv)-i >= len(s) && string(lv[i:i+len(s)]) == s {
 				return true
 			}
