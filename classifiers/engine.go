@@ -557,16 +557,37 @@ func sortStable[T any](xs []T, c func(a, b *T) int) []T {
 }
 
 // sortRawByStart sorts raw findings stably by start. They arrive as a few
-// sorted runs (one per pass or detector), so a natural merge sort moves
-// each finding about log2(runs) times. buf is scratch space (grown when
-// too small); the sorted findings are in fs's array or in buf's, and the
-// other array is returned as the next scratch space.
+// sorted runs (one per pass or detector), with local disorder inside the
+// anchor pass's run (detectors of one candidate emit in detector order: a
+// card inside an IBAN's digits comes before the IBAN, which starts at its
+// letters). A finding at most insertionReach places behind its spot in the
+// current run is moved there; one farther back starts a new run. The runs
+// are then merged, so each finding moves about log2(runs) times. Both
+// steps keep equal starts in their original order, so the result is the
+// stable sort. buf is scratch space (grown when too small); the sorted
+// findings are in fs's array or in buf's, and the other array is returned
+// as the next scratch space.
 func sortRawByStart(fs, buf []rawFinding) ([]rawFinding, []rawFinding) {
+	const insertionReach = 8
 	var runs []int // run starts, then len(fs)
 	for i := range fs {
-		if i == 0 || fs[i].start < fs[i-1].start {
-			runs = append(runs, i)
+		if i == 0 {
+			runs = append(runs, 0)
+			continue
 		}
+		if fs[i].start >= fs[i-1].start {
+			continue
+		}
+		r0, x, j := runs[len(runs)-1], fs[i], i
+		for j > r0 && j > i-insertionReach && x.start < fs[j-1].start {
+			j--
+		}
+		if j == r0 || x.start >= fs[j-1].start {
+			copy(fs[j+1:i+1], fs[j:i])
+			fs[j] = x
+			continue
+		}
+		runs = append(runs, i)
 	}
 	if len(runs) <= 1 {
 		return fs, buf

@@ -120,17 +120,24 @@ func TestCandidateGate(t *testing.T) {
 }
 
 // TestSortRawByStart compares the run merge with a stable sort, for few
-// runs (one k-way pass) and many (pairwise passes).
+// runs (one k-way pass) and many (pairwise passes), with and without
+// findings a few places behind their spot (moved within their run, or
+// starting a new one).
 func TestSortRawByStart(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	var buf []rawFinding
-	for i := 0; i < 300; i++ {
+	for i := 0; i < 3000; i++ {
 		var fs []rawFinding
+		disorder := i%2 == 1
 		for run := r.IntN(14); run >= 0; run-- {
 			at := int32(r.IntN(50))
 			for n := r.IntN(30); n >= 0; n-- {
 				at += int32(r.IntN(3))
-				fs = append(fs, rawFinding{start: at, who: int32(len(fs))})
+				start := at
+				if disorder && r.IntN(4) == 0 {
+					start -= int32(r.IntN(20))
+				}
+				fs = append(fs, rawFinding{start: start, who: int32(len(fs))})
 			}
 		}
 		want := slices.Clone(fs)
