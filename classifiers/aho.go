@@ -1,5 +1,7 @@
 package classifiers
 
+import "math/bits"
+
 // acMatcher is a compact Aho-Corasick automaton over ASCII-case-folded bytes.
 // It is built once in New and only read afterwards, so it is safe for
 // concurrent use.
@@ -16,6 +18,7 @@ type acMatcher struct {
 	hasOut   []bool
 	patterns []string // lower-cased patterns
 	maxLen   int      // the longest pattern's length in bytes
+	recip    uint64   // ceil(2^64 / nclass): see state
 }
 
 // newACMatcher builds the automaton for patterns, which must already be
@@ -40,7 +43,9 @@ func newACMatcher(patterns []string) *acMatcher {
 	for b := 'A'; b <= 'Z'; b++ {
 		m.class[b] = m.class[b+'a'-'A']
 	}
+	n = max(n, 2) // an unused class when no pattern has a byte: state needs nclass >= 2
 	m.nclass = n
+	m.recip = ^uint64(0)/uint64(n) + 1
 	m.maxLen = max(m.maxLen, 1)
 	// trie
 	type node struct {
@@ -127,7 +132,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 	if m == nil || len(m.patterns) == 0 {
 		return
 	}
-	delta, class, n := m.delta, &m.class, uint32(m.nclass)
+	delta, class := m.delta, &m.class
 	step := func(s uint32, b byte) uint32 { return delta[s+uint32(class[b])] }
 	if len(text) < acLanes*(4*m.maxLen+256) {
 		s := uint32(0)
@@ -135,7 +140,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 			s = step(s, b)
 			if s&outFlag != 0 {
 				s &^= outFlag
-				for _, p := range m.out[s/n] {
+				for _, p := range m.out[m.state(s)] {
 					hit(p, i+1)
 				}
 			}
@@ -158,7 +163,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
 	queue := func(k int, s uint32, end int) {
 		if end > to[k-1] {
-			for _, p := range m.out[s/n] {
+			for _, p := range m.out[m.state(s)] {
 				pending[k-1] = append(pending[k-1], acHit{int32(p), end})
 			}
 		}
@@ -173,7 +178,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 		}
 		if s0&outFlag != 0 {
 			s0 &^= outFlag
-			for _, p := range m.out[s0/n] {
+			for _, p := range m.out[m.state(s0)] {
 				hit(p, i+1)
 			}
 		}
@@ -205,7 +210,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 			s = step(s, text[i])
 			if s&outFlag != 0 {
 				s &^= outFlag
-				for _, p := range m.out[s/n] {
+				for _, p := range m.out[m.state(s)] {
 					hit(p, i+1)
 				}
 			}
@@ -220,3 +225,12 @@ type acHit struct {
 }
 
 const outFlag = 1 << 31
+
+// state returns the state of a premultiplied transition entry (s is
+// state*nclass, flag cleared) without a division: with recip =
+// ceil(2^64/nclass), the high word of s*recip errs by less than s/2^64,
+// far below 1/nclass, so it is the exact quotient (TestACStateDivision).
+func (m *acMatcher) state(s uint32) uint32 {
+	hi, _ := bits.Mul64(uint64(s), m.recip)
+	return uint32(hi)
+}

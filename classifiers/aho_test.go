@@ -87,3 +87,26 @@ func BenchmarkACScanDense1MB(b *testing.B) {
 	}
 	_ = fmt.Sprint(hits)
 }
+
+// TestACStateDivision checks state's reciprocal division against s/nclass
+// for every class count and the premultiplied values near each multiple
+// and near 2^31.
+func TestACStateDivision(t *testing.T) {
+	for n := uint32(2); n <= 257; n++ {
+		m := &acMatcher{nclass: int(n), recip: ^uint64(0)/uint64(n) + 1}
+		check := func(s uint32) {
+			if got := m.state(s); got != s/n {
+				t.Fatalf("nclass %d: state(%d) = %d, want %d", n, s, got, s/n)
+			}
+		}
+		for q := uint32(0); q < 5000; q++ {
+			for d := uint32(0); d < n; d += max(1, n/7) {
+				check(q*n + d)
+			}
+			check(q*n + n - 1)
+		}
+		for s := uint32(outFlag - 1); s > outFlag-1-4*n; s-- {
+			check(s)
+		}
+	}
+}
