@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"math/bits"
 	"slices"
 )
 
@@ -245,6 +246,18 @@ func (st *scanState) anchors() {
 	n := len(text)
 	var c numCand
 	for i := 0; i < n; {
+		// Eight bytes at a time to the next byte that may be an anchor
+		// (past most prose at once).
+		for i+8 <= n {
+			if m := anchorMask(binary.LittleEndian.Uint64(text[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= n {
+			break
+		}
 		b := text[i]
 		switch {
 		case b >= '0' && b <= '9':
@@ -277,6 +290,19 @@ func (st *scanState) anchors() {
 		}
 		i++
 	}
+}
+
+// anchorMask has the high bit of each byte of x (little-endian: byte 0
+// is the lowest) that lies in '0'..'@' (digits, ':', '@' and a few
+// punctuation bytes anchors ignores) set, and no other bit. The low seven
+// bits of each byte are compared with SWAR additions that cannot carry into
+// the next byte; bytes with the high bit set are excluded.
+func anchorMask(x uint64) uint64 {
+	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	y := x & low7
+	atLeast30 := (y + 0x5050505050505050) & high // y >= 0x30
+	below41 := ^(y + 0x3f3f3f3f3f3f3f3f) & high  // y < 0x41
+	return atLeast30 & below41 &^ x
 }
 
 // candShape is what anchors knows of a numeric candidate before calling

@@ -2,6 +2,7 @@ package classifiers
 
 import (
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"reflect"
 	"regexp"
@@ -147,5 +148,42 @@ func TestSortRawByStart(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("case %d: merge differs from a stable sort", i)
 		}
+	}
+}
+
+// TestAnchorMask checks the eight-byte anchor mask against a byte loop:
+// every byte value at every position among fillers, and random words.
+func TestAnchorMask(t *testing.T) {
+	naive := func(w [8]byte) uint64 {
+		var m uint64
+		for k, b := range w {
+			if b >= '0' && b <= '@' {
+				m |= 0x80 << (8 * k)
+			}
+		}
+		return m
+	}
+	check := func(w [8]byte) {
+		if got, want := anchorMask(binary.LittleEndian.Uint64(w[:])), naive(w); got != want {
+			t.Fatalf("anchorMask(%q) = %#x, want %#x", w[:], got, want)
+		}
+	}
+	for _, filler := range []byte{0, ' ', '/', '0', '@', 'A', 'z', 0x7f, 0x80, 0xaf, 0xb0, 0xc0, 0xff} {
+		for v := 0; v < 256; v++ {
+			for k := 0; k < 8; k++ {
+				var w [8]byte
+				for i := range w {
+					w[i] = filler
+				}
+				w[k] = byte(v)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		check(w)
 	}
 }
