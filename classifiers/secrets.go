@@ -420,9 +420,13 @@ func placeholderBytes(v []byte) bool {
 		return placeholderValue(string(v))
 	}
 	lv := lb[:len(v)]
+	template := false // a '(', "{{" or "${"
 	for i, c := range v {
 		if c >= 0x80 {
 			return placeholderValue(string(v))
+		}
+		if c == '(' || (c == '{' && i > 0 && (v[i-1] == '{' || v[i-1] == '$')) {
+			template = true
 		}
 		if c-'A' < 26 {
 			c += 'a' - 'A'
@@ -460,7 +464,7 @@ func placeholderBytes(v []byte) bool {
 	case '$', '<', '{', '%', '[', '(':
 		return true
 	}
-	return onlyMaskBytes(v) || bytes.IndexByte(v, '(') >= 0 || bytes.Contains(v, []byte("{{")) || bytes.Contains(v, []byte("${"))
+	return template || onlyMaskBytes(v)
 }
 
 // onlyMaskBytes is len(bytes.Trim(v, "*xX.-_#")) == 0 without building the
