@@ -85,6 +85,7 @@ type rawFinding struct {
 	who        int32
 	pLo, pHi   int32 // preview in scanState.arena
 	nLo, nHi   int32 // normalised value in scanState.norms
+	hAt        int32 // the hex hash in scanState.arena, once hashed
 	conf       float64
 }
 
@@ -175,11 +176,10 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	if n == 0 {
 		return nil, st.err
 	}
-	hashAt := make([]int32, 0, n)
 	st.arena = slices.Grow(st.arena, n*2*hashBytes)
 	for i := range raw {
 		if r := &raw[i]; int(r.start) >= acceptLo && int(r.start) < acceptHi {
-			hashAt = append(hashAt, st.hashNorm(r))
+			r.hAt = st.hashNorm(r)
 		}
 	}
 	arena := string(st.arena)
@@ -196,8 +196,7 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		f.Detector, f.Category = s.idCat(r.who)
 		f.Start, f.End, f.Confidence = int(r.start), int(r.end), r.conf
 		f.Preview = arena[r.pLo:r.pHi]
-		h := hashAt[k]
-		f.Hash = arena[h : h+2*hashBytes]
+		f.Hash = arena[r.hAt : r.hAt+2*hashBytes]
 		k++
 	}
 	return out, st.err
