@@ -259,6 +259,49 @@ func (g *gen) prose(n int) string {
 	return b.String()
 }
 
+// shortFragments returns two to four fragments of texts, joined with NUL
+// bytes: one of 46 to 60 bytes of distinctive wording (see
+// docFreq.distinctive) and the others of three to seven words (16 to 60
+// bytes), or "" when 50 draws find none.
+// informativeBytes is the length of the informative words of f.
+func informativeBytes(f string) int {
+	n := 0
+	for _, w := range commonFree.informativeWords([]byte(f), 0, len(f), nil, nil) {
+		n += w.end - w.start
+	}
+	return n
+}
+
+// commonFree is a Verifier for its common-word list.
+var commonFree = &Verifier{common: commonSet()}
+
+func (g *gen) shortFragments(texts []string, df *docFreq) string {
+	for try := 0; try < 50; try++ {
+		var frags []string
+		long := false
+		for range 2 + g.r.IntN(3) {
+			words := strings.Fields(texts[g.r.IntN(len(texts))])
+			l := min(len(words), 3+g.r.IntN(5))
+			if !long {
+				l = min(len(words), 6+g.r.IntN(5))
+			}
+			at := g.r.IntN(len(words) - l + 1)
+			f := strings.Join(words[at:at+l], " ")
+			if len(f) < 16 || len(f) > 60 {
+				continue
+			}
+			if !long && len(f) >= 46 && df.distinctive(f) == len(f) && informativeBytes(f) >= DefaultMinWordBytes {
+				long = true
+			}
+			frags = append(frags, f)
+		}
+		if len(frags) >= 2 && long {
+			return strings.Join(frags, "\x00")
+		}
+	}
+	return ""
+}
+
 type genExchange struct {
 	ex       *inbound.Exchange
 	own      []string // prose written for this exchange only
@@ -349,8 +392,19 @@ func (g *gen) exchange(v *Verifier, id string) *genExchange {
 // clean exchange raises any signal (clean answers quote the user's own
 // data, write example values, quote the shared system prompts and use stock
 // phrases). AISHIELD_QUALITY_SEED=n measures another corpus.
+//
+// Besides, for every 20 exchanges answered one more is aborted before its
+// answer (finish reason "abort"), drawn from a generator of its own so
+// that the corpus above stays the same, and every tenth exchange (not a
+// third one) carries two to four short fragments of an aborted exchange's
+// request, as a late write in a paged KV cache gives them (pagedcache's
+// abort-reuse-race): one of 46 to 60 bytes of rare wording, the others of
+// three to seven words. At least 95% must be caught (a few are mostly
+// amounts, under the informative words every run needs), and clean
+// answers must stay clean with those sources under the lower bar.
 func TestQuality(t *testing.T) {
 	ctx := context.Background()
+	const abortEvery = 20
 	v := newTestVerifier(t, Options{Boilerplate: []string{disclaimer}})
 	g := newGen(2026+qualitySeed(), 155)
 	// Piece sizes come from their own source, so that where a stream is
@@ -363,22 +417,55 @@ func TestQuality(t *testing.T) {
 		ge   *genExchange
 		text []string // its prose the store has seen
 	}
+	// Aborted exchanges, and fragments of them in answers, come from a
+	// generator of their own, so that the corpus above stays the same.
+	ga := newGen(4052+qualitySeed(), 156)
 	var (
 		done                []source
+		aborted             []source // exchanges that ended with finish reason "abort"
 		clean, cleanFlagged int
-		kinds               = []string{"entity", "canary", "text"}
+		kinds               = []string{"entity", "canary", "text", "short"}
 		injected, caught    = map[string]int{}, map[string]int{}
 		fragMin, fragMax    = 1 << 30, 0
 		fragSum             int
 	)
-	want := map[string]string{"entity": inbound.SignalForeignEntity, "canary": inbound.SignalCanary, "text": inbound.SignalCrossExchange}
+	want := map[string]string{"entity": inbound.SignalForeignEntity, "canary": inbound.SignalCanary, "text": inbound.SignalCrossExchange,
+		"short": inbound.SignalCrossExchange}
 	for i := 0; i < n; i++ {
+		if i%abortEvery == abortEvery-1 {
+			// An exchange aborted before any answer (as in a client
+			// disconnect during prefill): its request may come back in
+			// short fragments.
+			ab := ga.exchange(v, fmt.Sprintf("ab-%04d", i))
+			st, err := v.Begin(ctx, ab.ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Close(ctx, inbound.End{FinishReason: "abort"}); err != nil {
+				t.Fatal(err)
+			}
+			var sent []string // its prose that was sent (the rest was for its answer)
+			for _, p := range ab.own {
+				if strings.Contains(ab.user, p) {
+					sent = append(sent, p)
+				}
+			}
+			aborted = append(aborted, source{ge: ab, text: sent})
+			df.add(ab.ex.Sent)
+		}
 		ge := g.exchange(v, fmt.Sprintf("ex-%04d", i))
 		response := ge.response
 		kind := ""
 		var src source
 		var frag string
-		if i >= 20 && i%3 == 0 {
+		if i >= 20 && i%10 == 5 && i%3 != 0 {
+			// Two to four fragments of an aborted exchange's prose, as a
+			// late write in the cache pages gives them, one of them 46
+			// bytes or more.
+			kind = "short"
+			src = aborted[ga.r.IntN(len(aborted))]
+			frag = ga.shortFragments(src.text, df)
+		} else if i >= 20 && i%3 == 0 {
 			kind = kinds[(i/3)%3]
 			src = done[g.r.IntN(len(done))]
 			switch kind {
@@ -458,6 +545,28 @@ func TestQuality(t *testing.T) {
 					at--
 				}
 				response = response[:at] + frag + " " + response[at:]
+				injected[kind]++
+			}
+		}
+		if kind == "short" {
+			if frag == "" {
+				kind = ""
+			} else {
+				// At word starts of the answer as written, inserted from
+				// the last, so that no fragment splits another.
+				frags := strings.Split(frag, "\x00")
+				ats := make([]int, len(frags))
+				for k := range ats {
+					at := ga.r.IntN(len(response))
+					for at > 0 && response[at-1] != ' ' {
+						at--
+					}
+					ats[k] = at
+				}
+				slices.Sort(ats)
+				for k := len(frags) - 1; k >= 0; k-- {
+					response = response[:ats[k]] + frags[k] + " " + response[ats[k]:]
+				}
 				injected[kind]++
 			}
 		}
@@ -573,17 +682,23 @@ func TestQuality(t *testing.T) {
 	}
 	t.Logf("exchanges: %d (clean %d, contaminated %d); caught %d/%d; false alarms on clean: %d/%d; fragments %d..%d bytes, mean %d",
 		n, clean, total, totalCaught, total, cleanFlagged, clean, fragMin, fragMax, fragSum/max(1, total))
-	if total < 500 || clean < 1000 {
+	if total < 500 || clean < 900 || injected["short"] < 100 {
 		t.Fatalf("too few exchanges measured: %d contaminated, %d clean", total, clean)
 	}
 	t.Logf("text fragments widened to carry 64 distinctive bytes: %d (by %d bytes on average); source texts passed over (under 64 distinctive bytes in all): %d",
 		widened, widenedBytes/max(1, widened), redrawn)
 	// The goals, exactly: every fragment caught by its signal
 	// naming its source, no false alarm.
-	for _, k := range kinds {
+	for _, k := range kinds[:3] {
 		if caught[k] != injected[k] {
 			t.Errorf("%s fragments caught %d/%d, want all", k, caught[k], injected[k])
 		}
+	}
+	// Short fragments of an aborted exchange: one of 46 bytes or more of
+	// its rare wording in each answer, but some are mostly amounts and
+	// codes, under the informative words every run needs.
+	if 100*caught["short"] < 95*injected["short"] {
+		t.Errorf("short fragments of aborted exchanges caught %d/%d, want 95%% or more", caught["short"], injected["short"])
 	}
 	if cleanFlagged > 0 {
 		t.Errorf("%d false alarms on clean exchanges, want 0", cleanFlagged)

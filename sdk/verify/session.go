@@ -94,11 +94,13 @@ func (s *session) release() {
 // run is a run of consecutive counted fingerprints shared with one source.
 type run struct {
 	src        fingerprint.Ref
-	n          int // counted fingerprints
-	start, end int // response bytes from the first one's start to the last one's end
-	covered    int // bytes covered by counted fingerprints (their union)
-	words      int // bytes of the informative words whole within the run
-	wordEnd    int // end of the last informative word counted
+	n          int  // counted fingerprints
+	start, end int  // response bytes from the first one's start to the last one's end
+	covered    int  // bytes covered by counted fingerprints (their union)
+	words      int  // bytes of the informative words whole within the run
+	wordEnd    int  // end of the last informative word counted
+	rare       int  // of covered, the bytes of fingerprints held by at most MaxDocFreq/2 others
+	aborted    int8 // the source is an aborted exchange (MarkAborted): 0 not asked yet, 1 yes, -1 no
 }
 
 type span struct{ start, end int }
@@ -256,6 +258,11 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	}
 	s.closed = true
 	defer s.release()
+	if end.Truncated || end.FinishReason == "abort" {
+		// Ended without a complete answer: its prompt may still be written
+		// late into pages another request reads.
+		s.v.MarkAborted(ctx, s.ex.ID)
+	}
 	sigs, err := s.check(ctx, true)
 	if err != nil {
 		return sigs, err
@@ -521,10 +528,14 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			r.n++
 			// Evidence is the bytes covered by the counted fingerprints
 			// (their union), not the gaps neutral text left between them.
+			c0 := r.covered
 			if f.Offset >= r.end {
 				r.covered += f.End - f.Offset
 			} else if f.End > r.end {
 				r.covered += f.End - r.end
+			}
+			if 2*others <= v.opts.MaxDocFreq {
+				r.rare += r.covered - c0
 			}
 			r.end = max(r.end, f.End)
 			for _, w := range s.words {
@@ -536,7 +547,13 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 					r.wordEnd = w.end
 				}
 			}
-			if r.n < v.opts.MinRun || r.covered < v.opts.MinSpan || r.words < v.opts.MinWordBytes || slices.Contains(s.reported, src) {
+			if slices.Contains(s.reported, src) {
+				continue
+			}
+			// Against an exchange that ended without a complete answer the
+			// bar is lower (see aborted.go).
+			full := r.n >= v.opts.MinRun && r.covered >= v.opts.MinSpan && r.words >= v.opts.MinWordBytes
+			if !full && (r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes || !s.fromAborted(r)) {
 				continue
 			}
 			s.reported = append(s.reported, src)
@@ -545,6 +562,9 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			if id, ok := s.name(src); ok {
 				sig.Sources = []string{id}
 				sig.Message = fmt.Sprintf("%d bytes of text shared with exchange %s (%d fingerprints in a row)", r.covered, id, r.n)
+				if !full {
+					sig.Message = fmt.Sprintf("%d bytes of text shared with exchange %s, which ended without a complete answer (its prompt may have been written late into the cache pages of this request)", r.covered, id)
+				}
 			} else {
 				sig.Message = fmt.Sprintf("%d bytes of text shared with an exchange no longer remembered (%d fingerprints in a row)", r.covered, r.n)
 			}
@@ -552,6 +572,20 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		}
 	}
 	return sigs, nil
+}
+
+// fromAborted reports whether r's source is a suspect aborted exchange
+// (see Verifier.MarkAborted), asking once per run.
+func (s *session) fromAborted(r *run) bool {
+	if r.aborted == 0 {
+		r.aborted = -1
+		if now := s.v.now(); s.v.aborted.any(now) {
+			if id, ok := s.name(r.src); ok && s.v.aborted.has(id, now) {
+				r.aborted = 1
+			}
+		}
+	}
+	return r.aborted == 1
 }
 
 // maxWordWait bounds how long a fingerprint waits for its last word to

@@ -21,6 +21,10 @@
 //     MinSpan bytes with another exchange in the store, not counting
 //     fingerprints of this exchange's own request nor boilerplate held by
 //     more than MaxDocFreq exchanges. It names the source exchange.
+//     Against an exchange that ended without a complete answer (aborted,
+//     cut, failed) less than AbortWindow ago, MinAbortSpan bytes are
+//     enough: its prompt may have been written late into another
+//     request's cache pages, and come back in short fragments.
 //   - inbound.template_fragment: a chat-template control token or role
 //     header ([TemplateTokens]) that the request did not contain.
 //   - inbound.usage_mismatch: the provider's usage.prompt_tokens far below
@@ -70,6 +74,8 @@ const (
 	DefaultUsageRatio      = 0.5
 	DefaultMinPromptTokens = 64
 	DefaultMaxEntityLen    = 256
+	DefaultMinAbortSpan    = 32
+	DefaultAbortWindow     = time.Minute
 )
 
 // Options configure a [Verifier]. The zero value works: every signal
@@ -115,6 +121,19 @@ type Options struct {
 	// MaxDocFreq: fingerprints held by more other exchanges than this are
 	// boilerplate and ignored; 0 means DefaultMaxDocFreq.
 	MaxDocFreq int
+	// AbortWindow is how long an exchange that ended without a complete
+	// answer (aborted, cut, failed: see [Verifier.MarkAborted]) stays a
+	// suspect source, against which a shorter shared run is evidence
+	// (MinAbortSpan). 0 means DefaultAbortWindow; negative turns the rule
+	// off.
+	AbortWindow time.Duration
+	// MinAbortSpan: a run shared with an exchange that ended without a
+	// complete answer less than AbortWindow ago is contamination once its
+	// fingerprints held by at most MaxDocFreq/2 other exchanges cover this
+	// many bytes (with MinWordBytes of informative words), instead of
+	// MinSpan: with the default fingerprint options any such fragment of
+	// 46 normalised bytes or more is caught. 0 means DefaultMinAbortSpan.
+	MinAbortSpan int
 	// Boilerplate are texts known to be shared (standard disclaimers,
 	// shared system prompts): their k-grams never count. They add to the
 	// built-in stock phrases ([BuiltinBoilerplate]).
@@ -151,6 +170,8 @@ type Verifier struct {
 	scratch     sync.Pool // *scratch
 	allow       allowList
 	holdBack    int
+	aborted     abortedSet
+	now         func() time.Time // the clock of abort marks (tests set it)
 }
 
 var (
@@ -173,6 +194,13 @@ func New(opts Options) (*Verifier, error) {
 	if v.opts.MaxDocFreq <= 0 {
 		v.opts.MaxDocFreq = DefaultMaxDocFreq
 	}
+	if v.opts.AbortWindow == 0 {
+		v.opts.AbortWindow = DefaultAbortWindow
+	}
+	if v.opts.MinAbortSpan <= 0 {
+		v.opts.MinAbortSpan = DefaultMinAbortSpan
+	}
+	v.now = time.Now
 	if v.opts.UsageRatio <= 0 {
 		v.opts.UsageRatio = DefaultUsageRatio
 	}

@@ -1,0 +1,167 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// The aborted exchange's document, and a fragment of it of 52 bytes: its
+// fingerprints cover 32 to 47 bytes, under MinSpan (48) but at
+// MinAbortSpan (32) or more.
+const (
+	abortedDoc = "Discharge letter for the general practitioner. Dr Quentin Imbert, pulmonology, treated the community-acquired pneumonia with amoxicillin for seven days under supervision; HbA1c 7.9 percent at admission."
+	abortedFrag = "community-acquired pneumonia with amoxicillin for se"
+)
+
+// abortScenario begins and closes the exchange "A" (with end), then checks
+// an answer holding abortedFrag to the clean request of "B".
+func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool) *Verdict {
+	t.Helper()
+	ctx := context.Background()
+	st, err := v.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Write(ctx, inbound.Delta{Text: "The letter"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Close(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	b := &inbound.Exchange{ID: "B", Texts: []string{"What are good names for a bakery in Porto?"}}
+	answer := "Here are some ideas: Pão Dourado, " + abortedFrag + " and Forno da Ribeira."
+	if !streamed {
+		vd, err := v.Check(ctx, b, answer, inbound.End{FinishReason: "stop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return vd
+	}
+	s, err := v.Stream(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := answer; len(p) > 0; p = p[min(len(p), 5):] {
+		if _, stop, err := s.Write(ctx, inbound.Delta{Text: p[:min(len(p), 5)]}); err != nil || stop {
+			break
+		}
+	}
+	_, vd, err := s.Close(ctx, inbound.End{FinishReason: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vd
+}
+
+func namesAborted(vd *Verdict) bool {
+	for _, s := range vd.Signals {
+		if s.ID == inbound.SignalCrossExchange && s.Action == "block" && len(s.Sources) == 1 && s.Sources[0] == "A" &&
+			strings.Contains(s.Message, "ended without a complete answer") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAbortedSourceLowerBar(t *testing.T) {
+	if n := len(abortedFrag); n != 52 {
+		t.Fatalf("fragment of %d bytes", n)
+	}
+	for _, streamed := range []bool{false, true} {
+		for _, tc := range []struct {
+			name string
+			end  inbound.End
+			want bool
+		}{
+			{"finish reason abort", inbound.End{FinishReason: "abort"}, true},
+			{"cut stream", inbound.End{Truncated: true}, true},
+			{"complete answer", inbound.End{FinishReason: "stop"}, false},
+			{"length", inbound.End{FinishReason: "length"}, false},
+		} {
+			t.Run(fmt.Sprintf("%s/streamed=%v", tc.name, streamed), func(t *testing.T) {
+				v := newTestVerifier(t, Options{})
+				vd := abortScenario(t, v, tc.end, streamed)
+				if got := namesAborted(vd); got != tc.want {
+					t.Errorf("cross_exchange naming the aborted exchange: %v, want %v (%+v)", got, tc.want, vd.Signals)
+				}
+				if !tc.want && vd.Contaminated() {
+					t.Errorf("52 bytes shared with a completed exchange flagged: %+v", vd.Signals)
+				}
+			})
+		}
+	}
+}
+
+func TestAbortWindow(t *testing.T) {
+	for _, tc := range []struct {
+		after time.Duration
+		want  bool
+	}{{29 * time.Second, true}, {31 * time.Second, false}} {
+		start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		now := start
+		v := newTestVerifier(t, Options{AbortWindow: 30 * time.Second})
+		v.now = func() time.Time { return now }
+		ctx := context.Background()
+		st, err := v.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Close(ctx, inbound.End{FinishReason: "abort"}); err != nil {
+			t.Fatal(err)
+		}
+		now = start.Add(tc.after)
+		vd, err := v.Check(ctx, &inbound.Exchange{ID: "B", Texts: []string{"Bakery names?"}}, "Ideas: "+abortedFrag+" and more.", inbound.End{FinishReason: "stop"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := namesAborted(vd); got != tc.want || !tc.want && vd.Contaminated() {
+			t.Errorf("%v after the abort (window 30s): %+v", tc.after, vd.Signals)
+		}
+	}
+	// Off.
+	v := newTestVerifier(t, Options{AbortWindow: -1})
+	if vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false); vd.Contaminated() {
+		t.Errorf("AbortWindow < 0: %+v", vd.Signals)
+	}
+}
+
+func TestMarkAborted(t *testing.T) {
+	v := newTestVerifier(t, Options{})
+	ctx := context.Background()
+	// "A" completes, then its caller reports it aborted (it gave up
+	// before reading the end, say).
+	vd := abortScenario(t, v, inbound.End{FinishReason: "stop"}, false)
+	if vd.Contaminated() {
+		t.Fatalf("before the mark: %+v", vd.Signals)
+	}
+	v.MarkAborted(ctx, "A")
+	vd, err := v.Check(ctx, &inbound.Exchange{ID: "C", Texts: []string{"Bakery names?"}}, "Ideas: "+abortedFrag+" and more.", inbound.End{FinishReason: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !namesAborted(vd) {
+		t.Errorf("after MarkAborted: %+v", vd.Signals)
+	}
+}
+
+func TestAbortedSetBound(t *testing.T) {
+	var a abortedSet
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i := range maxAborted + 10 {
+		a.mark(fmt.Sprintf("x%d", i), now, time.Minute)
+	}
+	if len(a.order) != maxAborted || len(a.until) != maxAborted {
+		t.Fatalf("kept %d/%d marks, want %d", len(a.order), len(a.until), maxAborted)
+	}
+	if a.has("x0", now) || !a.has(fmt.Sprintf("x%d", maxAborted+9), now) {
+		t.Error("the oldest marks must go first")
+	}
+	if a.any(now.Add(time.Minute)) || len(a.until) != 0 {
+		t.Errorf("expired marks kept: %d", len(a.until))
+	}
+}
