@@ -14,7 +14,7 @@ import (
 // fingerprints cover 32 to 47 bytes, under MinSpan (48) but at
 // MinAbortSpan (32) or more.
 const (
-	abortedDoc = "Discharge letter for the general practitioner. Dr Quentin Imbert, pulmonology, treated the community-acquired pneumonia with amoxicillin for seven days under supervision; HbA1c 7.9 percent at admission."
+	abortedDoc  = "Discharge letter for the general practitioner. Dr Quentin Imbert, pulmonology, treated the community-acquired pneumonia with amoxicillin for seven days under supervision; HbA1c 7.9 percent at admission."
 	abortedFrag = "community-acquired pneumonia with amoxicillin for se"
 )
 
