@@ -145,13 +145,16 @@ var placeholderRE = regexp.MustCompile(`\[\[[A-Z0-9_]+_[0-9a-f]{6,}\]\]`)
 // an answer quoting one of A's placeholders must be refused as
 // inbound.foreign_placeholder, one quoting A's canary as inbound.canary,
 // one sharing a run of 64 bytes or more with A's request as
-// inbound.cross_exchange; every refusal names one of them. What they
-// cannot catch is an answer made only of short quotes (the model quotes 3
-// to 12 tokens at a time) of A's prose, with no value, placeholder or
-// canary in them: under the cross-exchange signal's 48-byte span no run is
-// evidence, by design (shorter shared phrases are common). Those are
-// counted and logged, not hidden. In the correct server mode, the same
-// traffic gives B a clean answer, delivered.
+// inbound.cross_exchange; every refusal names one of them. (A ended with
+// finish reason "abort", so the verifier holds its text as a suspect
+// source and 46 bytes of its rare wording are enough; the test, which
+// does not know which wording is rare, holds it to 64.) What they cannot
+// catch is an answer made only of shorter quotes (the model quotes 3 to
+// 12 tokens at a time) of A's prose, with no value, placeholder or canary
+// in them: shorter shared phrases are common between unrelated texts, so
+// they are not evidence, by design. Those are counted and logged, not
+// hidden. In the correct server mode, the same traffic gives B a clean
+// answer, delivered.
 func TestProxyAbortReuseRace(t *testing.T) {
 	var caught, missed, contaminated int
 	bySignal := map[string]int{}
@@ -188,7 +191,7 @@ func TestProxyAbortReuseRace(t *testing.T) {
 	if caught == 0 {
 		t.Errorf("none of %d contaminated answers caught", contaminated)
 	}
-	t.Logf("12 aborted requests, each followed by another tenant's request that received the late write; %d answers read it: %d refused %v, %d delivered made only of short quotes of A's prose (under the 48-byte span, no value, placeholder or canary)",
+	t.Logf("12 aborted requests, each followed by another tenant's request that received the late write; %d answers read it: %d refused %v, %d delivered made only of short quotes of A's prose (no value, placeholder, canary or 46-byte run of rare wording)",
 		contaminated, caught, bySignal, missed)
 }
 
