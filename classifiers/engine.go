@@ -262,15 +262,17 @@ func (st *scanState) anchors() {
 		case b >= '0' && b <= '9':
 			j := c.parse(text, i)
 			sh := c.shape(text)
-			dets := st.s.numeric
-			if sh.gluedOne {
-				dets = st.s.numericGlued // the most common shape: digits inside a token
-			}
-			for _, d := range dets {
-				if sh.skips(d) {
-					continue
+			if g := st.s.gates; g != nil {
+				for m := g.runs(sh); m != 0; m &= m - 1 {
+					d := st.s.numeric[bits.TrailingZeros64(m)]
+					d.numeric(st, d, &c)
 				}
-				d.numeric(st, d, &c)
+			} else {
+				for _, d := range st.s.numeric {
+					if !sh.skips(d) {
+						d.numeric(st, d, &c)
+					}
+				}
 			}
 			if st.s.ipv6 != nil && j < n && text[j] == ':' {
 				j = st.ipv6At(i)
@@ -345,6 +347,93 @@ func (sh candShape) skips(d *detector) bool {
 		(g.firstLens != 0 && (sh.firstLen > 31 || g.firstLens&(1<<sh.firstLen) == 0)) ||
 		(g.upperBefore && !sh.upper) || (g.alphaAfter && !sh.alphaAfter) || (g.notGlued && sh.glued) ||
 		(sh.gluedOne && !d.glued)
+}
+
+// gateMasks holds the numeric detectors' gates as bit masks over
+// Scanner.numeric (bit i: numeric[i]), so that runs finds the detectors a
+// candidate shape does not rule out with a few table loads instead of
+// testing every gate. Built by New, read only afterwards.
+type gateMasks struct {
+	all        uint64
+	fewDigits  [gateCap + 1]uint64 // [k]: minDigits > k (k capped)
+	orLead12   uint64
+	fewGroups  [gateCap + 1]uint64 // [k]: minGroups > k (k capped)
+	firstLen   [33]uint64          // [n]: firstLens rules out a first group of n digits ([32]: more than 31)
+	upper      uint64              // upperBefore
+	alphaAfter uint64
+	notGlued   uint64
+	unglued    uint64 // detectors without glued: skipped for gluedOne
+}
+
+// gateCap bounds the digit and group counts gateMasks tables; a gate
+// needing more leaves the Scanner on the per-detector test.
+const gateCap = 63
+
+// newGateMasks returns the masks of dets, or nil when they do not fit.
+func newGateMasks(dets []*detector) *gateMasks {
+	if len(dets) > 64 {
+		return nil
+	}
+	g := &gateMasks{}
+	for i, d := range dets {
+		bit := uint64(1) << i
+		gt := &d.gate
+		if gt.minDigits > gateCap || gt.minGroups > gateCap {
+			return nil
+		}
+		g.all |= bit
+		for k := 0; k < gt.minDigits; k++ {
+			g.fewDigits[k] |= bit
+		}
+		if gt.orLead12 {
+			g.orLead12 |= bit
+		}
+		for k := 0; k < gt.minGroups; k++ {
+			g.fewGroups[k] |= bit
+		}
+		if gt.firstLens != 0 {
+			for n := range g.firstLen {
+				if n > 31 || gt.firstLens&(1<<n) == 0 {
+					g.firstLen[n] |= bit
+				}
+			}
+		}
+		if gt.upperBefore {
+			g.upper |= bit
+		}
+		if gt.alphaAfter {
+			g.alphaAfter |= bit
+		}
+		if gt.notGlued {
+			g.notGlued |= bit
+		}
+		if !d.glued {
+			g.unglued |= bit
+		}
+	}
+	return g
+}
+
+// runs returns the detectors sh.skips does not rule out, as a mask.
+func (g *gateMasks) runs(sh candShape) uint64 {
+	few := g.fewDigits[min(sh.digits, gateCap)]
+	if sh.lead12 {
+		few &^= g.orLead12
+	}
+	skip := few | g.fewGroups[min(sh.groups, gateCap)] | g.firstLen[min(sh.firstLen, 32)]
+	if !sh.upper {
+		skip |= g.upper
+	}
+	if !sh.alphaAfter {
+		skip |= g.alphaAfter
+	}
+	if sh.glued {
+		skip |= g.notGlued
+	}
+	if sh.gluedOne {
+		skip |= g.unglued
+	}
+	return g.all &^ skip
 }
 
 // emit records a finding of who (a detector's idx, or len(dets) + a custom

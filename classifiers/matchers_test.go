@@ -187,3 +187,26 @@ func TestAnchorMask(t *testing.T) {
 		check(w)
 	}
 }
+
+// TestGateMasks checks that the gate masks pick exactly the numeric
+// detectors candShape.skips keeps, for random shapes (consistent or not).
+func TestGateMasks(t *testing.T) {
+	s, err := New(Options{HashKey: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.gates == nil {
+		t.Fatal("built-in numeric detectors have no gate masks")
+	}
+	r := rand.New(rand.NewPCG(10, 11))
+	for range 200000 {
+		sh := candShape{digits: r.IntN(80), groups: r.IntN(80), firstLen: r.IntN(40), glued: r.IntN(2) == 0,
+			gluedOne: r.IntN(2) == 0, upper: r.IntN(2) == 0, alphaAfter: r.IntN(2) == 0, lead12: r.IntN(2) == 0}
+		m := s.gates.runs(sh)
+		for i, d := range s.numeric {
+			if got, want := m&(1<<i) != 0, !sh.skips(d); got != want {
+				t.Fatalf("%+v: %s runs = %v, skips says %v", sh, d.id, got, want)
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ type Scanner struct {
 	ac              *acMatcher
 	acRefs          []acRef
 	numeric         []*detector
-	numericGlued    []*detector // the numeric detectors with glued set
+	gates           *gateMasks // numeric's gates as masks, or nil
 	email           *detector
 	ipv6            *detector
 	includeReserved bool
@@ -189,9 +189,6 @@ func New(opts Options) (*Scanner, error) {
 		switch {
 		case d.numeric != nil:
 			s.numeric = append(s.numeric, d)
-			if d.glued {
-				s.numericGlued = append(s.numericGlued, d)
-			}
 		case d.id == "pii.email":
 			s.email = d
 		}
@@ -208,6 +205,7 @@ func New(opts Options) (*Scanner, error) {
 		}
 	}
 	s.ac = newACMatcher(pats)
+	s.gates = newGateMasks(s.numeric)
 	for _, d := range s.dets {
 		s.ovClass = append(s.ovClass, overlapClass(d.cat))
 	}
