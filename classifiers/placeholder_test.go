@@ -48,3 +48,35 @@ func FuzzPlaceholderBytes(f *testing.F) {
 		}
 	})
 }
+
+// TestNotSecretKey compares notSecretKey with strings.Contains of each of
+// its words, on the words in every position and random key names.
+func TestNotSecretKey(t *testing.T) {
+	naive := func(k string) bool {
+		for _, w := range notSecretKeyWords {
+			if strings.Contains(k, w) {
+				return true
+			}
+		}
+		return false
+	}
+	keys := []string{"", "password", "password_hash", "api_key", "token_type", "_i", "_id", "name", "nam", "secret_file", "url", "ur"}
+	r := rand.New(rand.NewPCG(12, 13))
+	frag := "hash_lenlengthpolicyresetexpirfilepathurltypename_idpasswordtoken"
+	for range 50000 {
+		var b strings.Builder
+		for n := r.IntN(16); n > 0; n-- {
+			if r.IntN(8) == 0 {
+				b.WriteString(notSecretKeyWords[r.IntN(len(notSecretKeyWords))])
+			} else {
+				b.WriteByte(frag[r.IntN(len(frag))])
+			}
+		}
+		keys = append(keys, b.String())
+	}
+	for _, k := range keys {
+		if got, want := notSecretKey([]byte(k)), naive(k); got != want {
+			t.Errorf("notSecretKey(%q) = %v, want %v", k, got, want)
+		}
+	}
+}

@@ -516,6 +516,50 @@ func placeholderValue(v string) bool {
 	return false
 }
 
+// notSecretKey reports whether the lower-cased key name k contains a word
+// that makes its value something other than a secret (password_hash,
+// token_type, secret_file, …). It is the disjunction of strings.Contains
+// for each word, in one pass over k.
+func notSecretKey(k []byte) bool {
+	for i := range k {
+		var words []string
+		switch k[i] {
+		case 'h':
+			words = []string{"hash"}
+		case '_':
+			words = []string{"_len", "_id"}
+		case 'l':
+			words = []string{"length"}
+		case 'p':
+			words = []string{"policy", "path"}
+		case 'r':
+			words = []string{"reset"}
+		case 'e':
+			words = []string{"expir"}
+		case 'f':
+			words = []string{"file"}
+		case 'u':
+			words = []string{"url"}
+		case 't':
+			words = []string{"type"}
+		case 'n':
+			words = []string{"name"}
+		default:
+			continue
+		}
+		for _, w := range words {
+			if len(k)-i >= len(w) && string(k[i:i+len(w)]) == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// notSecretKeyWords are the words notSecretKey looks for (its tests check
+// the two agree).
+var notSecretKeyWords = []string{"hash", "_len", "length", "policy", "reset", "expir", "file", "path", "url", "type", "name", "_id"}
+
 // genericHit reads `key = value`, `key: "value"`, `"key": "value"` after a
 // keyword hit.
 func genericHit(st *scanState, d *detector, start, end int) {
@@ -525,10 +569,7 @@ func genericHit(st *scanState, d *detector, start, end int) {
 		i++ // rest of the key name: password_hash, api_key_prod
 	}
 	var kb [64]byte
-	k := string(asciiLowerBytes(kb[:0], text[start:i]))
-	if strings.Contains(k, "hash") || strings.Contains(k, "_len") || strings.Contains(k, "length") || strings.Contains(k, "policy") ||
-		strings.Contains(k, "reset") || strings.Contains(k, "expir") || strings.Contains(k, "file") || strings.Contains(k, "path") ||
-		strings.Contains(k, "url") || strings.Contains(k, "type") || strings.Contains(k, "name") || strings.Contains(k, "_id") {
+	if notSecretKey(asciiLowerBytes(kb[:0], text[start:i])) {
 		return
 	}
 	if i < len(text) && (text[i] == '"' || text[i] == '\'') {
