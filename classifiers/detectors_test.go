@@ -285,6 +285,9 @@ func TestDetectors(t *testing.T) {
 			{"italian", "== Riservato ==", "Riservato"},
 			{"prose", "please keep this confidential between us", ""},
 			{"identifier", "CONFIDENTIAL_FLAG = 1", ""},
+			{"label level", "Sensitivity level: Confidential", "Confidential"},
+			{"label inside a word", "He relabelled the crates. You wrote: \"The confidential audit was late\"", ""},
+			{"label far from colon", "The status of the report, as the team wrote: the confidential memo", ""},
 		},
 		"marker.tlp": {
 			{"red", "TLP:RED", "TLP:RED"},

@@ -140,14 +140,23 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 	}
 	caps := isAllCaps(word)
 	before := bytes.ToLower(text[max(ls, start-60):start])
+	trim := func(b []byte) []byte { return bytes.Trim(b, " \t\r*#=-_[]|<>/!.\"'") }
+	// Labelled: a label word, a few words of its own ("Sensitivity
+	// level", "Niveau de confidentialité"), ':' or '=', then the banner.
+	// Not "relabelled … wrote: \"The confidential …".
 	labelled := false
 	for _, l := range classificationLabels {
-		if i := bytes.LastIndex(before, []byte(l)); i >= 0 && bytes.ContainsAny(before[i:], ":=") {
+		i := bytes.LastIndex(before, []byte(l))
+		if i < 0 || i > 0 && isWordByte(before[i-1]) {
+			continue
+		}
+		rest := before[i+len(l):]
+		j := bytes.IndexAny(rest, ":=")
+		if j >= 0 && j <= 24 && !bytes.ContainsAny(rest[:j], ".,;!?\"") && len(trim(rest[j+1:])) == 0 {
 			labelled = true
 			break
 		}
 	}
-	trim := func(b []byte) []byte { return bytes.Trim(b, " \t\r*#=-_[]|<>/!.\"'") }
 	alone := (ls > from || ls == 0) && (le < to || le == len(text)) && len(trim(text[ls:start])) == 0 && len(trim(text[hi:le])) == 0
 	var conf float64
 	switch {
