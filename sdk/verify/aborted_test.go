@@ -18,9 +18,10 @@ const (
 	abortedFrag = "community-acquired pneumonia with amoxicillin for se"
 )
 
-// abortScenario begins and closes the exchange "A" (with end), then checks
-// an answer holding abortedFrag to the clean request of "B".
-func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool) *Verdict {
+// abortScenario begins and closes the exchange "A" (with end), calls
+// between (when not nil), then checks an answer holding abortedFrag to the
+// clean request of "B".
+func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool, between func()) *Verdict {
 	t.Helper()
 	ctx := context.Background()
 	st, err := v.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
@@ -32,6 +33,9 @@ func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool) *V
 	}
 	if _, err := st.Close(ctx, end); err != nil {
 		t.Fatal(err)
+	}
+	if between != nil {
+		between()
 	}
 	b := &inbound.Exchange{ID: "B", Texts: []string{"What are good names for a bakery in Porto?"}}
 	answer := "Here are some ideas: Pão Dourado, " + abortedFrag + " and Forno da Ribeira."
@@ -85,7 +89,7 @@ func TestAbortedSourceLowerBar(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s/streamed=%v", tc.name, streamed), func(t *testing.T) {
 				v := newTestVerifier(t, Options{})
-				vd := abortScenario(t, v, tc.end, streamed)
+				vd := abortScenario(t, v, tc.end, streamed, nil)
 				if got := namesAborted(vd); got != tc.want {
 					t.Errorf("cross_exchange naming the aborted exchange: %v, want %v (%+v)", got, tc.want, vd.Signals)
 				}
@@ -106,26 +110,14 @@ func TestAbortWindow(t *testing.T) {
 		now := start
 		v := newTestVerifier(t, Options{AbortWindow: 30 * time.Second})
 		v.now = func() time.Time { return now }
-		ctx := context.Background()
-		st, err := v.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Close(ctx, inbound.End{FinishReason: "abort"}); err != nil {
-			t.Fatal(err)
-		}
-		now = start.Add(tc.after)
-		vd, err := v.Check(ctx, &inbound.Exchange{ID: "B", Texts: []string{"Bakery names?"}}, "Ideas: "+abortedFrag+" and more.", inbound.End{FinishReason: "stop"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false, func() { now = start.Add(tc.after) })
 		if got := namesAborted(vd); got != tc.want || !tc.want && vd.Contaminated() {
 			t.Errorf("%v after the abort (window 30s): %+v", tc.after, vd.Signals)
 		}
 	}
 	// Off.
 	v := newTestVerifier(t, Options{AbortWindow: -1})
-	if vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false); vd.Contaminated() {
+	if vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false, nil); vd.Contaminated() {
 		t.Errorf("AbortWindow < 0: %+v", vd.Signals)
 	}
 }
@@ -135,7 +127,7 @@ func TestMarkAborted(t *testing.T) {
 	ctx := context.Background()
 	// "A" completes, then its caller reports it aborted (it gave up
 	// before reading the end, say).
-	vd := abortScenario(t, v, inbound.End{FinishReason: "stop"}, false)
+	vd := abortScenario(t, v, inbound.End{FinishReason: "stop"}, false, nil)
 	if vd.Contaminated() {
 		t.Fatalf("before the mark: %+v", vd.Signals)
 	}
