@@ -2,8 +2,13 @@ package verify
 
 import (
 	"context"
-	"sync"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/aishield/aishield/sdk/inbound"
 )
 
 // Exchanges aborted mid-way are a source of contamination of their own. In
@@ -14,9 +19,11 @@ import (
 // pagedcache.FaultAbortReuseRace reproduces). They come a few words at a
 // time, in fragments shorter than the MinSpan any other source needs.
 //
-// So the Verifier remembers, for Options.AbortWindow, the exchanges it saw
-// end without a complete answer, and a run of text shared with one of them
-// is contamination once fingerprints that at most MaxDocFreq/2 other
+// So an exchange that ended without a complete answer is marked in the
+// store for Options.AbortWindow (a key of its own per time slot, under a
+// pseudo-exchange that holds nothing else, so that processes sharing a
+// Redis store see the mark too), and a run of text shared with a marked exchange is
+// contamination once fingerprints that at most MaxDocFreq/2 other
 // exchanges hold cover Options.MinAbortSpan bytes of it (32: any fragment
 // of 46 bytes or more of rare wording), instead of MinSpan (48: 62 bytes),
 // with the same informative words and the same neutral text (own request,
@@ -25,72 +32,80 @@ import (
 // in 21 and measures both what it catches and that clean answers stay
 // clean.
 
-// maxAborted bounds the aborted exchanges remembered (the oldest go first).
-const maxAborted = 4096
-
-// abortedSet remembers the exchanges a Verifier saw aborted, each until its
-// mark expires. It is safe for concurrent use.
-type abortedSet struct {
-	mu    sync.Mutex
-	until map[string]time.Time // exchange ID -> end of its window
-	order []string             // marking order, for the bound and expiry
+// abortKey is the store key that marks an exchange aborted in time slot
+// slot (see abortSlot). The domain tag keeps it apart from text
+// fingerprints, canaries and entities.
+func abortKey(exchange string, slot int64) uint64 {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(slot))
+	sum := sha256.Sum256(append([]byte("aishield-aborted\x00"+exchange+"\x00"), b[:]...))
+	return binary.BigEndian.Uint64(sum[:8])
 }
 
-// mark records id as aborted until now+window.
-func (a *abortedSet) mark(id string, now time.Time, window time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.until == nil {
-		a.until = map[string]time.Time{}
-	}
-	if _, ok := a.until[id]; !ok {
-		a.order = append(a.order, id)
-	}
-	a.until[id] = now.Add(window)
-	a.expireLocked(now)
+// abortSlot returns the time slot of t: a sixth of the window (at least a
+// second). A mark is looked for in the slots the window covers, so that
+// its end does not depend on how a store expires what it records (a
+// memory store forgets in recording order, Redis by the TTL of each key).
+func (v *Verifier) abortSlot(t time.Time) int64 {
+	return t.UnixNano() / int64(max(time.Second, v.opts.AbortWindow/6))
 }
 
-// expireLocked drops expired marks from the front and keeps the bound
-// (marks are made with one window, so the front expires first).
-func (a *abortedSet) expireLocked(now time.Time) {
-	n := 0
-	for n < len(a.order) && (len(a.order)-n > maxAborted || !a.until[a.order[n]].After(now)) {
-		delete(a.until, a.order[n])
-		n++
-	}
-	if n > 0 {
-		a.order = append(a.order[:0], a.order[n:]...)
-	}
-}
-
-// has reports whether id is marked and its mark has not expired.
-func (a *abortedSet) has(id string, now time.Time) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t, ok := a.until[id]
-	return ok && t.After(now)
-}
-
-// any reports whether some mark may still be live (a cheap test before
-// naming a run's source).
-func (a *abortedSet) any(now time.Time) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.expireLocked(now)
-	return len(a.order) > 0
-}
+// abortHolder is the pseudo-exchange under which the mark of exchange is
+// recorded (a store renews an exchange's TTL when it records more: the
+// mark must not change the exchange's own memory).
+func abortHolder(exchange string) string { return "aborted:" + exchange }
 
 // MarkAborted records that the exchange with this ID ended without a
 // complete answer: the caller gave up, the provider answered an error or a
-// finish reason of "abort", or the stream was cut. For Options.AbortWindow,
-// a run of text shared with its request is contamination from MinAbortSpan
-// bytes on (see Options.MinAbortSpan).
+// finish reason of "abort", or the stream was cut. For Options.AbortWindow
+// (rounded up to a sixth of it), a run of text shared with its request is
+// contamination from MinAbortSpan bytes on (see Options.MinAbortSpan). The
+// mark is kept in the store, so that every Verifier sharing it (a Redis
+// store) applies the lower bar.
 //
 // The guard need not call it: a session closed with End.Truncated or a
-// FinishReason of "abort" marks its exchange itself. Marks are kept by this
-// Verifier only, not in a shared store. Safe for concurrent use.
-func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) {
-	if exchangeID != "" && v.opts.AbortWindow > 0 {
-		v.aborted.mark(exchangeID, v.now(), v.opts.AbortWindow)
+// FinishReason of "abort" marks its exchange itself. Safe for concurrent
+// use.
+func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) error {
+	if exchangeID == "" {
+		return errors.New("verify: mark of an exchange without ID")
 	}
+	if v.opts.AbortWindow <= 0 || !v.on(inbound.SignalCrossExchange) {
+		return nil
+	}
+	key := abortKey(exchangeID, v.abortSlot(v.now()))
+	if err := v.store.Record(ctx, abortHolder(exchangeID), []uint64{key}, 2*v.opts.AbortWindow); err != nil {
+		return fmt.Errorf("verify: marking exchange %s aborted: %w", exchangeID, err)
+	}
+	return nil
+}
+
+// fromAborted reports whether r's source was marked aborted less than
+// AbortWindow ago (see MarkAborted), asking the store once per run.
+func (s *session) fromAborted(ctx context.Context, r *run) (bool, error) {
+	v := s.v
+	if r.aborted == 0 {
+		r.aborted = -1
+		id, ok := s.name(r.src)
+		if !ok || v.opts.AbortWindow <= 0 {
+			return false, nil
+		}
+		now := v.now()
+		var keys [8]uint64
+		n := 0
+		for slot := v.abortSlot(now.Add(-v.opts.AbortWindow)); slot <= v.abortSlot(now) && n < len(keys); slot++ {
+			keys[n] = abortKey(id, slot)
+			n++
+		}
+		hs, err := v.store.Lookup(ctx, keys[:n])
+		if err != nil {
+			return false, fmt.Errorf("verify: abort mark lookup: %w", err)
+		}
+		for _, h := range hs {
+			if h.Count > 0 {
+				r.aborted = 1
+			}
+		}
+	}
+	return r.aborted == 1, nil
 }

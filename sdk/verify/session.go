@@ -261,7 +261,9 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	if end.Truncated || end.FinishReason == "abort" {
 		// Ended without a complete answer: its prompt may still be written
 		// late into pages another request reads.
-		s.v.MarkAborted(ctx, s.ex.ID)
+		if err := s.v.MarkAborted(ctx, s.ex.ID); err != nil {
+			return nil, err
+		}
 	}
 	sigs, err := s.check(ctx, true)
 	if err != nil {
@@ -553,8 +555,16 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			// Against an exchange that ended without a complete answer the
 			// bar is lower (see aborted.go).
 			full := r.n >= v.opts.MinRun && r.covered >= v.opts.MinSpan && r.words >= v.opts.MinWordBytes
-			if !full && (r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes || !s.fromAborted(r)) {
-				continue
+			if !full {
+				if r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes {
+					continue
+				}
+				if ab, err := s.fromAborted(ctx, r); err != nil || !ab {
+					if err != nil {
+						return sigs, err
+					}
+					continue
+				}
 			}
 			s.reported = append(s.reported, src)
 			sig := inbound.Signal{ID: inbound.SignalCrossExchange, Start: r.start, End: r.end,
@@ -572,20 +582,6 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		}
 	}
 	return sigs, nil
-}
-
-// fromAborted reports whether r's source is a suspect aborted exchange
-// (see Verifier.MarkAborted), asking once per run.
-func (s *session) fromAborted(r *run) bool {
-	if r.aborted == 0 {
-		r.aborted = -1
-		if now := s.v.now(); s.v.aborted.any(now) {
-			if id, ok := s.name(r.src); ok && s.v.aborted.has(id, now) {
-				r.aborted = 1
-			}
-		}
-	}
-	return r.aborted == 1
 }
 
 // maxWordWait bounds how long a fingerprint waits for its last word to

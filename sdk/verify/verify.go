@@ -170,7 +170,6 @@ type Verifier struct {
 	scratch     sync.Pool // *scratch
 	allow       allowList
 	holdBack    int
-	aborted     abortedSet
 	now         func() time.Time // the clock of abort marks (tests set it)
 }
 
