@@ -117,14 +117,14 @@ const acLanes = 4
 // scan calls hit(pattern, end) for every occurrence of every pattern in text,
 // where end is the exclusive end offset of the occurrence, in order of end
 // (and, for one end, in the order of out). pending is scratch space for
-// the occurrences found ahead of order (see below); scan returns it,
-// emptied, for reuse.
+// the occurrences found ahead of order (see below); scan leaves it empty,
+// keeping its capacity for the next call.
 //
 // One automaton step is a load that depends on the previous one, so a
 // single walk waits on the cache for every byte. Long texts are walked as
-// acLanes independent lanes in one loop: lane k covers the k-th quarter,
+// acLanes independent lanes in one loop: lane k covers the k-th part,
 // starting maxLen-1 bytes before it (k > 0), so every occurrence ending in
-// the quarter lies inside what the lane reads; a lane reports only those.
+// the part lies inside what the lane reads; a lane reports only those.
 // The occurrences of lanes past the first are queued in pending[k-1] and
 // reported once the lanes before have been, which keeps the order of a
 // single walk.
