@@ -258,13 +258,6 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	}
 	s.closed = true
 	defer s.release()
-	if end.Truncated || end.FinishReason == "abort" {
-		// Ended without a complete answer: its prompt may still be written
-		// late into pages another request reads.
-		if err := s.v.MarkAborted(ctx, s.ex.ID); err != nil {
-			return nil, err
-		}
-	}
 	sigs, err := s.check(ctx, true)
 	if err != nil {
 		return sigs, err
@@ -275,6 +268,13 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	if s.v.on(inbound.SignalCrossExchange) && len(s.respFP) > 0 {
 		if err := s.v.store.Record(ctx, s.ex.ID, s.respFP, s.v.ttl); err != nil {
 			return sigs, fmt.Errorf("verify: recording the response: %w", err)
+		}
+	}
+	if end.Truncated || end.FinishReason == "abort" {
+		// Ended without a complete answer: its prompt may still be written
+		// late into pages another request reads.
+		if err := s.v.MarkAborted(ctx, s.ex.ID); err != nil {
+			return sigs, err
 		}
 	}
 	return sigs, nil
