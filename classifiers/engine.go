@@ -486,17 +486,37 @@ func (st *scanState) hashNorm(r *rawFinding) int32 {
 }
 
 // appendHex is hex.AppendEncode for short inputs, without its generic
-// growth path.
+// growth path. Four bytes at a time become eight lower-case hex digits in
+// one 64-bit word (hexWord); the tail goes byte by byte.
 func appendHex(dst, src []byte) []byte {
 	const digits = "0123456789abcdef"
 	n := len(dst)
 	dst = slices.Grow(dst, 2*len(src))[:n+2*len(src)]
 	out := dst[n:]
+	for len(src) >= 4 {
+		binary.LittleEndian.PutUint64(out, hexWord(binary.LittleEndian.Uint32(src)))
+		src, out = src[4:], out[8:]
+	}
 	for i, b := range src {
 		out[2*i] = digits[b>>4]
 		out[2*i+1] = digits[b&15]
 	}
 	return dst
+}
+
+// hexWord returns the hex digits of the four bytes of y (byte 0 the
+// lowest) as eight ASCII bytes, first digit in the lowest byte: each byte
+// is spread to a 16-bit lane, its high nibble to the lane's low byte and
+// its low nibble to the high byte, then each nibble n becomes '0'+n, plus
+// 'a'-'0'-10 when n > 9 (n+6 carries into bit 4). No lane carries into the
+// next.
+func hexWord(y uint32) uint64 {
+	x := uint64(y)
+	x = (x | x<<16) & 0x0000ffff0000ffff
+	x = (x | x<<8) & 0x00ff00ff00ff00ff
+	v := (x>>4)&0x000f000f000f000f | (x&0x000f000f000f000f)<<8
+	over9 := ((v + 0x0606060606060606) >> 4) & 0x0101010101010101
+	return v + 0x3030303030303030 + over9*('a'-'0'-10)
 }
 
 // slotKey picks a cache slot for v from its length and its first and last

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -47,4 +49,26 @@ func BenchmarkKeyedHash(b *testing.B) {
 			m.Sum(sum[:0])
 		}
 	})
+}
+
+func TestAppendHexMatchesEncoding(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for n := 0; n < 40; n++ {
+		for k := 0; k < 200; k++ {
+			src := make([]byte, n)
+			for i := range src {
+				src[i] = byte(r.IntN(256))
+			}
+			pre := []byte("x")
+			if got, want := string(appendHex(pre, src)), "x"+hex.EncodeToString(src); got != want {
+				t.Fatalf("appendHex(%x) = %q, want %q", src, got, want)
+			}
+		}
+	}
+	for b := 0; b < 256; b++ {
+		src := []byte{byte(b), byte(255 - b), byte(b * 7), byte(b ^ 0x5a)}
+		if got, want := string(appendHex(nil, src)), hex.EncodeToString(src); got != want {
+			t.Fatalf("appendHex(%x) = %q, want %q", src, got, want)
+		}
+	}
 }
