@@ -9,7 +9,6 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // TestCallerAbortMakesSuspectSource: a caller that gives up on a streamed
@@ -33,16 +32,7 @@ func TestCallerAbortMakesSuspectSource(t *testing.T) {
 			// leave before the end.
 			return strings.Repeat("Summary: the patient recovered well; follow-up in six weeks. ", 40)
 		}
-		pol := testPolicyMode(t, "closed")
-		scanner, err := pol.NewScanner([]byte("test key"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v})
+		g := newVerifiedGuard(t, sdk.Options{Policy: testPolicyMode(t, "closed")}, []byte("k"))
 		cfg := goopenai.DefaultConfig("test-key")
 		cfg.BaseURL = u.URL + "/v1"
 		c := sdk.NewClient(g, cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/inbound"
+	"github.com/aishield/aishield/sdk/verify"
 )
 
 const testPolicy = `
@@ -74,6 +75,23 @@ func newGuard(t testing.TB, opts sdk.Options) *sdk.Guard {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// newVerifiedGuard returns a guard wired as an application wires one: opts
+// with opts.Policy's scanner (keyed with key) as its classifier and a
+// verifier with the policy's inbound section sharing that scanner.
+func newVerifiedGuard(t testing.TB, opts sdk.Options, key []byte) *sdk.Guard {
+	t.Helper()
+	scanner, err := opts.Policy.NewScanner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.New(verify.Options{Inbound: opts.Policy.Inbound, Scanner: scanner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Classifier, opts.Verifier = scanner, v
+	return newGuard(t, opts)
 }
 
 func chatBody(user string) []byte {

@@ -14,7 +14,6 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // TestIncident replays the 2026 incident against the project's paged-cache
@@ -50,15 +49,7 @@ func TestIncident(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scanner, err := pol.NewScanner([]byte("k"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v})
+		g := newVerifiedGuard(t, sdk.Options{Policy: pol}, []byte("k"))
 		cfg := openai.DefaultConfig("sk-other")
 		cfg.BaseURL = ts.URL + "/v1"
 		cfg.HTTPClient = &http.Client{Transport: sent}
@@ -120,16 +111,8 @@ func TestProviderErrorsPassThrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanner, err := pol.NewScanner([]byte("k"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var audit strings.Builder
-	g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v, Audit: &audit})
+	g := newVerifiedGuard(t, sdk.Options{Policy: pol, Audit: &audit}, []byte("k"))
 	cfg := openai.DefaultConfig("sk-tenant")
 	cfg.BaseURL = ts.URL + "/v1"
 	c := sdk.NewClient(g, cfg)

@@ -15,7 +15,6 @@ import (
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/inbound"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // truncGuard is a guard for the paged-cache server at url, declaring only
@@ -34,15 +33,7 @@ func truncGuard(t *testing.T, url, tokenizer string) *sdk.Guard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := pol.NewScanner([]byte("k"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newGuard(t, sdk.Options{Policy: pol, Classifier: sc, Verifier: v})
+	return newVerifiedGuard(t, sdk.Options{Policy: pol}, []byte("k"))
 }
 
 // chatThrough sends one chat (streamed or not) and returns the answer and

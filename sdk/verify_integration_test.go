@@ -11,7 +11,6 @@ import (
 
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/inbound"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // TestWithVerifier runs the guard with the real inbound verifier
@@ -24,15 +23,7 @@ func TestWithVerifier(t *testing.T) {
 	pol := testPolicyMode(t, "closed")
 	pol.Inbound.Canary = true
 	key := []byte("test key shared by guard and verifier")
-	scanner, err := pol.NewScanner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: scanner})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newGuard(t, sdk.Options{Policy: pol, Classifier: scanner, Verifier: v})
+	g := newVerifiedGuard(t, sdk.Options{Policy: pol}, key)
 	u := newUpstream(t)
 	client := openaiClient(u, g)
 
