@@ -20,13 +20,13 @@ const (
 	abortedFrag = "community-acquired pneumonia with amoxicillin for se"
 )
 
-// abortScenario begins and closes the exchange "A" (with end), calls
-// between (when not nil), then checks an answer holding abortedFrag to the
-// clean request of "B".
-func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool, between func()) *Verdict {
+// abortScenario begins and closes the exchange "A" (with end) in a, calls
+// between (when not nil), then checks in b an answer holding abortedFrag
+// to the clean request of "B".
+func abortScenario(t *testing.T, a, b *Verifier, end inbound.End, streamed bool, between func()) *Verdict {
 	t.Helper()
 	ctx := context.Background()
-	st, err := v.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
+	st, err := a.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,25 +39,35 @@ func abortScenario(t *testing.T, v *Verifier, end inbound.End, streamed bool, be
 	if between != nil {
 		between()
 	}
-	b := &inbound.Exchange{ID: "B", Texts: []string{"What are good names for a bakery in Porto?"}}
-	answer := "Here are some ideas: Pão Dourado, " + abortedFrag + " and Forno da Ribeira."
 	if !streamed {
-		vd, err := v.Check(ctx, b, answer, inbound.End{FinishReason: "stop"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return vd
+		return askBakery(t, b, "B")
 	}
-	s, err := v.Stream(ctx, b)
+	s, err := b.Stream(ctx, &inbound.Exchange{ID: "B", Texts: []string{bakeryQuestion}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p := answer; len(p) > 0; p = p[min(len(p), 5):] {
+	for p := bakeryAnswer; len(p) > 0; p = p[min(len(p), 5):] {
 		if _, stop, err := s.Write(ctx, inbound.Delta{Text: p[:min(len(p), 5)]}); err != nil || stop {
 			break
 		}
 	}
 	_, vd, err := s.Close(ctx, inbound.End{FinishReason: "stop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vd
+}
+
+const (
+	bakeryQuestion = "What are good names for a bakery in Porto?"
+	bakeryAnswer   = "Here are some ideas: Pão Dourado, " + abortedFrag + " and Forno da Ribeira."
+)
+
+// askBakery checks, in v, the bakery answer (holding abortedFrag) to the
+// bakery question of exchange id.
+func askBakery(t *testing.T, v *Verifier, id string) *Verdict {
+	t.Helper()
+	vd, err := v.Check(context.Background(), &inbound.Exchange{ID: id, Texts: []string{bakeryQuestion}}, bakeryAnswer, inbound.End{FinishReason: "stop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +101,7 @@ func TestAbortedSourceLowerBar(t *testing.T) {
 		} {
 			t.Run(fmt.Sprintf("%s/streamed=%v", tc.name, streamed), func(t *testing.T) {
 				v := newTestVerifier(t, Options{})
-				vd := abortScenario(t, v, tc.end, streamed, nil)
+				vd := abortScenario(t, v, v, tc.end, streamed, nil)
 				if got := namesAborted(vd); got != tc.want {
 					t.Errorf("cross_exchange naming the aborted exchange: %v, want %v (%+v)", got, tc.want, vd.Signals)
 				}
@@ -112,14 +122,14 @@ func TestAbortWindow(t *testing.T) {
 		now := start
 		v := newTestVerifier(t, Options{AbortWindow: 30 * time.Second})
 		v.now = func() time.Time { return now }
-		vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false, func() { now = start.Add(tc.after) })
+		vd := abortScenario(t, v, v, inbound.End{FinishReason: "abort"}, false, func() { now = start.Add(tc.after) })
 		if got := namesAborted(vd); got != tc.want || !tc.want && vd.Contaminated() {
 			t.Errorf("%v after the abort (window 30s): %+v", tc.after, vd.Signals)
 		}
 	}
 	// Off.
 	v := newTestVerifier(t, Options{AbortWindow: -1})
-	if vd := abortScenario(t, v, inbound.End{FinishReason: "abort"}, false, nil); vd.Contaminated() {
+	if vd := abortScenario(t, v, v, inbound.End{FinishReason: "abort"}, false, nil); vd.Contaminated() {
 		t.Errorf("AbortWindow < 0: %+v", vd.Signals)
 	}
 }
@@ -129,18 +139,16 @@ func TestMarkAborted(t *testing.T) {
 	ctx := context.Background()
 	// "A" completes, then its caller reports it aborted (it gave up
 	// before reading the end, say).
-	vd := abortScenario(t, v, inbound.End{FinishReason: "stop"}, false, nil)
+	vd := abortScenario(t, v, v, inbound.End{FinishReason: "stop"}, false, nil)
 	if vd.Contaminated() {
 		t.Fatalf("before the mark: %+v", vd.Signals)
 	}
 	if err := v.MarkAborted(ctx, "A"); err != nil {
 		t.Fatal(err)
 	}
-	vd, err := v.Check(ctx, &inbound.Exchange{ID: "C", Texts: []string{"Bakery names?"}}, "Ideas: "+abortedFrag+" and more.", inbound.End{FinishReason: "stop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !namesAborted(vd) {
+	// (The same answer as B's: it names B too, a completed exchange
+	// sharing all of it.)
+	if vd := askBakery(t, v, "C"); !namesAborted(vd) {
 		t.Errorf("after MarkAborted: %+v", vd.Signals)
 	}
 }
@@ -152,18 +160,7 @@ func TestAbortMarkThroughRedis(t *testing.T) {
 	c := redistest.Client(t)
 	a := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "abort"})})
 	b := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "abort"})})
-	ctx := context.Background()
-	st, err := a.Begin(ctx, &inbound.Exchange{ID: "A", Texts: []string{abortedDoc}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Close(ctx, inbound.End{FinishReason: "abort"}); err != nil {
-		t.Fatal(err)
-	}
-	vd, err := b.Check(ctx, &inbound.Exchange{ID: "B", Texts: []string{"Bakery names?"}}, "Ideas: "+abortedFrag+" and more.", inbound.End{FinishReason: "stop"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	vd := abortScenario(t, a, b, inbound.End{FinishReason: "abort"}, false, nil)
 	if !namesAborted(vd) {
 		t.Errorf("the other process's aborted exchange: %+v", vd.Signals)
 	}
