@@ -102,10 +102,11 @@ type detHit struct{ det, start, end int }
 
 type span struct{ lo, hi int }
 
-// scanChunk runs the prefilter and the triggered detectors over text and
-// returns findings (chunk-relative offsets, no positions yet) whose Start
-// lies in [acceptLo, acceptHi).
-func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int) ([]Finding, error) {
+// scanChunk runs the prefilter and the triggered detectors over text (at
+// stream offset base) and returns the findings whose Start lies in
+// [acceptLo, acceptHi) (chunk-relative), sorted by Start, with stream
+// offsets and the positions pos gives them.
+func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int) ([]Finding, error) {
 	st := s.getState(ctx, text, acceptLo, acceptHi)
 	defer s.putState(st)
 	// Pass 1: keywords and context words.
@@ -166,6 +167,16 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	}
 	st.runCustom()
 	raw := s.resolveOverlaps(st, st.out)
+	// A finding that won an overlap took its loser's place, which can
+	// come before a finding that starts earlier; positions are counted
+	// in order of start, so such rare cases are sorted again (stably, as
+	// a stable sort of the Findings would).
+	for i := 1; i < len(raw); i++ {
+		if raw[i-1].start > raw[i].start {
+			raw, st.sortBuf = sortRawByStart(raw, st.sortBuf)
+			break
+		}
+	}
 	st.out = raw // the array sorting left the findings in (the other is st.sortBuf)
 	n := 0
 	for _, r := range raw {
@@ -194,7 +205,8 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		}
 		f := &out[k]
 		f.Detector, f.Category = s.idCat(r.who)
-		f.Start, f.End, f.Confidence = int(r.start), int(r.end), r.conf
+		f.Confidence = r.conf
+		pos.place(f, text, base, int(r.start), int(r.end))
 		f.Preview = arena[r.pLo:r.pHi]
 		f.Hash = arena[r.hAt : r.hAt+2*hashBytes]
 		k++
@@ -664,7 +676,6 @@ func overlapClass(c Category) uint8 {
 	return 0
 }
 
-func byStart(a, b *Finding) int { return cmp.Compare(a.Start, b.Start) }
 
 // sortStable sorts xs stably by c. It sorts a permutation of indices and
 // moves each element once (findings arrive nearly sorted or grouped by

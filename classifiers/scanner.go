@@ -1,16 +1,17 @@
 package classifiers
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"path"
 	"slices"
 	"strings"
@@ -251,11 +252,11 @@ func (s *Scanner) Scan(ctx context.Context, text []byte) ([]Finding, error) {
 		if !last {
 			acceptHi = len(chunk) - s.overlap
 		}
-		fs, err := s.scanChunk(ctx, chunk, acceptLo, acceptHi)
+		fs, err := s.scanChunk(ctx, chunk, acceptLo, acceptHi, pos, base)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		all = pos.finish(all, fs, chunk, base)
+		all = appendChunk(all, fs)
 		if last {
 			break
 		}
@@ -294,11 +295,11 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 		if !eof {
 			acceptHi = len(buf) - s.overlap
 		}
-		fs, err := s.scanChunk(ctx, buf, acceptLo, acceptHi)
+		fs, err := s.scanChunk(ctx, buf, acceptLo, acceptHi, pos, base)
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
-		all = pos.finish(all, fs, buf, base)
+		all = appendChunk(all, fs)
 		if eof {
 			break
 		}
@@ -310,6 +311,15 @@ func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error
 		acceptLo = s.overlap
 	}
 	return sortFindings(all), firstErr
+}
+
+// appendChunk appends a chunk's findings to those of the chunks before it
+// (the first chunk's slice is taken as is).
+func appendChunk(all, fs []Finding) []Finding {
+	if all == nil {
+		return fs
+	}
+	return append(all, fs...)
 }
 
 func sortFindings(fs []Finding) []Finding {
@@ -348,48 +358,78 @@ func (p *posTracker) advance(buf []byte, base, to int) {
 	if to <= p.off {
 		return
 	}
-	seg := buf[p.off-base : to-base]
-	if nl := bytes.Count(seg, []byte{'\n'}); nl > 0 {
-		p.line += nl
-		seg = seg[bytes.LastIndexByte(seg, '\n')+1:]
-		p.col = 0
+	i, end := p.off-base, to-base
+	line, col := p.line, p.col
+	// Eight bytes at a time: the newlines of a word, and the rune starts
+	// (bytes other than 10xxxxxx) after its last newline. A last partial
+	// word is read whole when buf goes on, its bytes past end masked off.
+	for i < end && i+8 <= len(buf) {
+		x := binary.LittleEndian.Uint64(buf[i:])
+		keep := ^uint64(0)
+		if end-i < 8 {
+			keep = 1<<(8*(end-i)) - 1
+		}
+		starts := ^(x &^ (x << 1)) & hiBits & keep
+		if nl := zeroBytes(x^0x0a0a0a0a0a0a0a0a) & keep; nl != 0 {
+			line += bits.OnesCount64(nl)
+			last := (63 - bits.LeadingZeros64(nl)) >> 3 // byte index of the last newline
+			col = bits.OnesCount64(starts >> (8 * (last + 1)))
+		} else {
+			col += bits.OnesCount64(starts)
+		}
+		i += 8
 	}
-	p.col += runeStarts(seg)
-	p.off = to
+	for ; i < end; i++ {
+		if c := buf[i]; c == '\n' {
+			line++
+			col = 0
+		} else if c&0xC0 != 0x80 {
+			col++
+		}
+	}
+	p.line, p.col, p.off = line, col, to
 }
 
-func runeStarts(b []byte) int {
+// hiBits has the high bit of every byte of a word set.
+const hiBits = 0x8080808080808080
+
+// zeroBytes has the high bit of each zero byte of x set, and no other bit
+// (exact: no borrow crosses bytes).
+func zeroBytes(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^(((x & low7) + low7) | x | low7)
+}
+
+// countNewlines is bytes.Count(buf[i:end], "\n") for the short spans of
+// findings, eight bytes at a time (a last partial word is read whole when
+// buf goes on, its bytes past end masked off).
+func countNewlines(buf []byte, i, end int) int {
 	n := 0
-	for _, c := range b {
-		if c&0xC0 != 0x80 {
+	for i < end && i+8 <= len(buf) {
+		nl := zeroBytes(binary.LittleEndian.Uint64(buf[i:]) ^ 0x0a0a0a0a0a0a0a0a)
+		if end-i < 8 {
+			nl &= 1<<(8*(end-i)) - 1
+		}
+		n += bits.OnesCount64(nl)
+		i += 8
+	}
+	for ; i < end; i++ {
+		if buf[i] == '\n' {
 			n++
 		}
 	}
 	return n
 }
 
-// finish converts chunk-relative raw findings into Findings with stream
-// offsets and positions, appending them to all.
-func (p *posTracker) finish(all []Finding, fs []Finding, buf []byte, base int) []Finding {
-	for i := 1; i < len(fs); i++ {
-		if fs[i-1].Start > fs[i].Start {
-			fs = sortStable(fs, byStart)
-			break
-		}
-	}
-	for i := range fs {
-		f := &fs[i] // fs is this chunk's own slice: fill it in place
-		p.advance(buf, base, base+f.Start)
-		f.Line = p.line
-		f.Column = p.col + 1
-		f.EndLine = f.Line + bytes.Count(buf[f.Start:max(f.Start, f.End-1)], []byte{'\n'})
-		f.Start += base
-		f.End += base
-	}
-	if all == nil {
-		return fs
-	}
-	return append(all, fs...)
+// place sets f's stream offsets and positions from its chunk-relative
+// span (buf starts at stream offset base); findings must be placed in
+// order of their start.
+func (p *posTracker) place(f *Finding, buf []byte, base, start, end int) {
+	p.advance(buf, base, base+start)
+	f.Line = p.line
+	f.Column = p.col + 1
+	f.EndLine = f.Line + countNewlines(buf, start, max(start, end-1))
+	f.Start, f.End = base+start, base+end
 }
 
 // hash is the keyed hash of a normalised value (scans use the same
