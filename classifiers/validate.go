@@ -138,21 +138,29 @@ func validIBAN[T ~string | ~[]byte](s T) bool {
 	if ibanLengths[string(s[:2])] != len(s) {
 		return false
 	}
-	// mod 97 of the value rotated by four characters, letters as 10..35
-	r := 0
-	for k := 0; k < len(s); k++ {
-		c := s[(k+4)%len(s)]
-		switch {
-		case isDigit(c):
-			r = (r*10 + int(c-'0')) % 97
-		case isUpper(c):
-			v := int(c-'A') + 10
-			r = (r*100 + v) % 97
-		default:
+	// mod 97 of the value rotated by four characters, letters as 10..35.
+	// The remainder is taken only when the next step could overflow 64
+	// bits (r*100 + 35 needs r < 1.8e17), then once at the end: the same
+	// value mod 97 as reducing after every character.
+	var r uint64
+	for k := 4; k < len(s)+4; k++ {
+		i := k
+		if i >= len(s) {
+			i -= len(s)
+		}
+		c := s[i]
+		if d := c - '0'; d < 10 {
+			r = r*10 + uint64(d)
+		} else if u := c - 'A'; u < 26 {
+			r = r*100 + uint64(u) + 10
+		} else {
 			return false
 		}
+		if r >= 1<<56 {
+			r %= 97
+		}
 	}
-	return r == 1
+	return r%97 == 1
 }
 
 // validSSN applies the SSA rules: area not 000, 666 or 900-999; group not
