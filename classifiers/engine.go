@@ -676,7 +676,6 @@ func overlapClass(c Category) uint8 {
 	return 0
 }
 
-
 // sortStable sorts xs stably by c. It sorts a permutation of indices and
 // moves each element once (findings arrive nearly sorted or grouped by
 // detector); when xs is already sorted it is returned as is.
