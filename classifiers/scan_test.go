@@ -193,6 +193,21 @@ func checkFindings(t *testing.T, text []byte, fs []Finding) {
 		if f.Confidence <= 0 || f.Confidence > 1 || f.Line < 1 || f.Column < 1 || f.EndLine < f.Line {
 			t.Fatalf("bad finding %+v", f)
 		}
+		// Positions against the plainest computation: lines are counted
+		// in newlines, columns in rune starts since the last one (bytes
+		// that are not UTF-8 continuation bytes; 1-based).
+		before := text[:f.Start]
+		line := 1 + bytes.Count(before, []byte{'\n'})
+		col := 1
+		for _, c := range before[bytes.LastIndexByte(before, '\n')+1:] {
+			if c&0xC0 != 0x80 {
+				col++
+			}
+		}
+		endLine := line + bytes.Count(text[f.Start:max(f.Start, f.End-1)], []byte{'\n'})
+		if f.Line != line || f.Column != col || f.EndLine != endLine {
+			t.Fatalf("finding at %d-%d: line %d col %d end line %d, want %d %d %d", f.Start, f.End, f.Line, f.Column, f.EndLine, line, col, endLine)
+		}
 	}
 }
 
