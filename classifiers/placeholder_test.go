@@ -15,22 +15,7 @@ func TestPlaceholderBytesMatchesValue(t *testing.T) {
 		"****", "xx-xx", "changeme!", "ChAnGe_Me", "your-api-key-here", "é-password", strings.Repeat("a", 128),
 		strings.Repeat("a", 129) + "password", "secret_kez", "secret_key", "os.environ[X]", "getenv", "ab.true.", "true"}
 	r := rand.New(rand.NewPCG(3, 4))
-	frag := "pPaAsSwWoOrRdD._-$xXyYeEtTkKnN1230é{("
-	for range 20000 {
-		var b strings.Builder
-		for n := r.IntN(24); n > 0; n-- {
-			if r.IntN(6) == 0 {
-				w := stopValues[r.IntN(len(stopValues))]
-				if r.IntN(2) == 0 {
-					w = strings.ToUpper(w[:len(w)/2]) + w[len(w)/2:]
-				}
-				b.WriteString(w)
-			} else {
-				b.WriteByte(frag[r.IntN(len(frag))])
-			}
-		}
-		cases = append(cases, b.String())
-	}
+	cases = append(cases, mixes(r, 20000, 24, 6, stopValues, "pPaAsSwWoOrRdD._-$xXyYeEtTkKnN1230é{(", true)...)
 	for _, v := range cases {
 		if got, want := placeholderBytes([]byte(v)), placeholderValue(v); got != want {
 			t.Errorf("placeholderBytes(%q) = %v, placeholderValue = %v", v, got, want)
@@ -62,21 +47,33 @@ func TestNotSecretKey(t *testing.T) {
 	}
 	keys := []string{"", "password", "password_hash", "api_key", "token_type", "_i", "_id", "name", "nam", "secret_file", "url", "ur"}
 	r := rand.New(rand.NewPCG(12, 13))
-	frag := "hash_lenlengthpolicyresetexpirfilepathurltypename_idpasswordtoken"
-	for range 50000 {
-		var b strings.Builder
-		for n := r.IntN(16); n > 0; n-- {
-			if r.IntN(8) == 0 {
-				b.WriteString(notSecretKeyWords[r.IntN(len(notSecretKeyWords))])
-			} else {
-				b.WriteByte(frag[r.IntN(len(frag))])
-			}
-		}
-		keys = append(keys, b.String())
-	}
+	keys = append(keys, mixes(r, 50000, 16, 8, notSecretKeyWords, "hash_lenlengthpolicyresetexpirfilepathurltypename_idpasswordtoken", false)...)
 	for _, k := range keys {
 		if got, want := notSecretKey([]byte(k)), naive(k); got != want {
 			t.Errorf("notSecretKey(%q) = %v, want %v", k, got, want)
 		}
 	}
+}
+
+// mixes returns n random strings of up to maxParts parts, each one of
+// words (one part in every, its first half upper-cased half of the time
+// when upper is set) or a byte of frag.
+func mixes(r *rand.Rand, n, maxParts, every int, words []string, frag string, upper bool) []string {
+	out := make([]string, 0, n)
+	for range n {
+		var b strings.Builder
+		for k := r.IntN(maxParts); k > 0; k-- {
+			if r.IntN(every) == 0 {
+				w := words[r.IntN(len(words))]
+				if upper && r.IntN(2) == 0 {
+					w = strings.ToUpper(w[:len(w)/2]) + w[len(w)/2:]
+				}
+				b.WriteString(w)
+			} else {
+				b.WriteByte(frag[r.IntN(len(frag))])
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
