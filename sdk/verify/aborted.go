@@ -61,7 +61,9 @@ func abortHolder(exchange string) string { return "aborted:" + exchange }
 // (rounded up to a sixth of it), a run of text shared with its request is
 // contamination from MinAbortSpan bytes on (see Options.MinAbortSpan). The
 // mark is kept in the store, so that every Verifier sharing it (a Redis
-// store) applies the lower bar.
+// store) applies the lower bar; its time slots are wall-clock, so such
+// processes need synchronised clocks (a skew of seconds only moves the
+// window's ends by as much).
 //
 // The guard need not call it: a session closed with End.Truncated or a
 // FinishReason of "abort" marks its exchange itself. Safe for concurrent
