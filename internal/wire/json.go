@@ -473,6 +473,20 @@ type doc struct {
 	edits []edit
 }
 
+// setSegment replaces the text of segs[i], a segment of d (Request.Set and
+// Response.Set).
+func (d *doc) setSegment(segs []Segment, i int, text string) error {
+	if i < 0 || i >= len(segs) {
+		return fmt.Errorf("wire: segment %d out of range", i)
+	}
+	if !set(&d.root, segs[i].Path, text) {
+		return fmt.Errorf("wire: segment %d at %s is not a string", i, segs[i].Path)
+	}
+	d.replace(segs[i].Path, text)
+	segs[i].Text = text
+	return nil
+}
+
 // replace records that the value at p is now v (a string, or any raw JSON
 // given as json.RawMessage).
 func (d *doc) replace(p Path, v any) {

@@ -105,17 +105,7 @@ func ParseRequest(urlPath string, body []byte) (*Request, error) {
 }
 
 // Set replaces the text of segment i; the body is re-encoded by Encode.
-func (r *Request) Set(i int, text string) error {
-	if i < 0 || i >= len(r.Segments) {
-		return fmt.Errorf("wire: segment %d out of range", i)
-	}
-	if !set(&r.root, r.Segments[i].Path, text) {
-		return fmt.Errorf("wire: segment %d at %s is not a string", i, r.Segments[i].Path)
-	}
-	r.replace(r.Segments[i].Path, text)
-	r.Segments[i].Text = text
-	return nil
-}
+func (r *Request) Set(i int, text string) error { return r.setSegment(r.Segments, i, text) }
 
 // Encode returns the body with the changes made so far: the original bytes
 // (the same slice) when there are none; otherwise the original bytes with

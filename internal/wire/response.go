@@ -2,7 +2,6 @@ package wire
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -178,17 +177,7 @@ func parseUsage(v any) Usage {
 }
 
 // Set replaces the text of segment i.
-func (r *Response) Set(i int, text string) error {
-	if i < 0 || i >= len(r.Segments) {
-		return fmt.Errorf("wire: segment %d out of range", i)
-	}
-	if !set(&r.root, r.Segments[i].Path, text) {
-		return fmt.Errorf("wire: segment %d at %s is not a string", i, r.Segments[i].Path)
-	}
-	r.replace(r.Segments[i].Path, text)
-	r.Segments[i].Text = text
-	return nil
-}
+func (r *Response) Set(i int, text string) error { return r.setSegment(r.Segments, i, text) }
 
 // Encode returns the body with the texts set so far, rewriting only the
 // changed strings of the original bytes.
