@@ -765,29 +765,38 @@ func (l *locator) object(i, depth int, deeper []int) int {
 				sub = append(sub, k)
 			}
 		}
-		var vend int
-		if len(sub) > 0 {
-			// A later duplicate key wins, as in the tree.
-			for _, k := range sub {
-				l.spans[k] = span{}
-			}
-			var ok bool
-			if vend, ok = l.walk(j, depth+1, sub, ks, prev); !ok {
-				return -1
-			}
-		} else if vend = skip(l.d, j); vend < 0 {
-			return -1
+		// A later duplicate key wins, as in the tree.
+		for _, k := range sub {
+			l.spans[k] = span{}
 		}
-		prev = vend
-		j = skipSpace(l.d, vend)
-		if j < len(l.d) && l.d[j] == ',' {
-			j = skipSpace(l.d, j+1)
+		if prev, j = l.member(j, depth, sub, ks, prev); prev < 0 {
+			return -1
 		}
 	}
 	if j >= len(l.d) {
 		return -1
 	}
 	return j + 1
+}
+
+// member walks (when edits lie below it) or skips the value at j, an
+// object member (its key at ks, the previous member's value ending at
+// prev) or an array element (ks and prev -1), and returns the value's end
+// and where the next one starts; the end is -1 on malformed input.
+func (l *locator) member(j, depth int, sub []int, ks, prev int) (end, next int) {
+	if len(sub) > 0 {
+		var ok bool
+		if end, ok = l.walk(j, depth+1, sub, ks, prev); !ok {
+			return -1, j
+		}
+	} else if end = skip(l.d, j); end < 0 {
+		return -1, j
+	}
+	next = skipSpace(l.d, end)
+	if next < len(l.d) && l.d[next] == ',' {
+		next = skipSpace(l.d, next+1)
+	}
+	return end, next
 }
 
 // array walks the elements of the array at i and returns its end.
@@ -800,18 +809,9 @@ func (l *locator) array(i, depth int, deeper []int) int {
 				sub = append(sub, k)
 			}
 		}
-		var vend int
-		if len(sub) > 0 {
-			var ok bool
-			if vend, ok = l.walk(j, depth+1, sub, -1, -1); !ok {
-				return -1
-			}
-		} else if vend = skip(l.d, j); vend < 0 {
+		var end int
+		if end, j = l.member(j, depth, sub, -1, -1); end < 0 {
 			return -1
-		}
-		j = skipSpace(l.d, vend)
-		if j < len(l.d) && l.d[j] == ',' {
-			j = skipSpace(l.d, j+1)
 		}
 	}
 	if j >= len(l.d) {
