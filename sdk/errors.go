@@ -94,7 +94,8 @@ func (e *ContaminationError) Error() string {
 // only records the failure in the audit trail.
 type GuardError struct {
 	// Stage is where it failed: "parse", "classify", "verify", "response",
-	// "stream", "audit".
+	// "stream", "audit", or "random" (Options.Rand failed: the request is
+	// not sent, whatever the failure mode, since it has no ID nor secret).
 	Stage string
 	// Exchange is the exchange ID, when one was started.
 	Exchange string

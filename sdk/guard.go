@@ -74,6 +74,12 @@ type Options struct {
 	// sees exactly the stream it asked for. Set it only for a provider
 	// that refuses stream_options.
 	NoStreamUsage bool
+	// Rand is where exchange IDs and the per-exchange secrets of
+	// placeholders come from; nil means crypto/rand. Set it only to make a
+	// run reproducible (the demo, tests): whoever knows what it yields can
+	// recompute an exchange's placeholders and canary. The guard
+	// serialises its reads.
+	Rand io.Reader
 }
 
 // Guard enforces a policy on requests and verifies responses. Every door
@@ -90,6 +96,8 @@ type Guard struct {
 	counters   map[string]*tokens.Counter // per declared destination tokenizer
 	now        func() time.Time
 	noUsage    bool
+	randMu     sync.Mutex
+	rand       io.Reader // nil: crypto/rand
 }
 
 // New builds a Guard. It fails when the policy is missing, the forced
@@ -107,6 +115,7 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		counter:    &tokens.Counter{Encoding: opts.Encoding},
 		now:        opts.Now,
 		noUsage:    opts.NoStreamUsage,
+		rand:       opts.Rand,
 	}
 	g.counters = map[string]*tokens.Counter{}
 	for _, d := range append(append([]*policies.Destination(nil), opts.Policy.Destinations...), opts.Policy.Default) {
@@ -207,11 +216,16 @@ type Exchange struct {
 	prompt    []string
 }
 
-// newID returns 16 random hex digits.
-func newID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// random fills b from Options.Rand, else crypto/rand.
+func (g *Guard) random(b []byte) error {
+	if g.rand == nil {
+		_, err := rand.Read(b)
+		return err
+	}
+	g.randMu.Lock()
+	defer g.randMu.Unlock()
+	_, err := io.ReadFull(g.rand, b)
+	return err
 }
 
 // Check runs the outbound side of the guard: it extracts every text of the
@@ -220,8 +234,13 @@ func newID() string {
 // failure of the guard returns *GuardError unless the policy fails open, in
 // which case the Exchange carries the original body and FailedOpen.
 func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
-	x := &Exchange{ID: newID(), g: g, start: g.now(), Body: req.Body, Findings: map[string]int{}}
-	x.vault = newVault(randomSecret())
+	// 8 bytes of exchange ID (16 hex digits), 32 of placeholder secret.
+	var rnd [40]byte
+	if err := g.random(rnd[:]); err != nil {
+		return nil, &GuardError{Stage: "random", Err: fmt.Errorf("drawing the exchange's ID and secret: %w", err)}
+	}
+	x := &Exchange{ID: hex.EncodeToString(rnd[:8]), g: g, start: g.now(), Body: req.Body, Findings: map[string]int{}}
+	x.vault = newVault(rnd[8:])
 	err := g.check(ctx, req, x)
 	if err == nil {
 		return x, nil
@@ -244,12 +263,6 @@ func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
 	}
 	g.record(x)
 	return nil, err
-}
-
-func randomSecret() []byte {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return b
 }
 
 func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error) {

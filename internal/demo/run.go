@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
@@ -334,15 +336,22 @@ func groundTruth(ctx context.Context, pc *pagedcache.Server, seq int) (pagedcach
 // send sends r with the go-openai client and returns the answer text the
 // caller received (for a stream cut midway, what arrived before the cut).
 func send(ctx context.Context, client *openai.Client, r Request) (string, error) {
-	req := openai.ChatCompletionRequest{
+	return Complete(ctx, client, openai.ChatCompletionRequest{
 		Model: "pagedcache-1",
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: r.System},
 			{Role: openai.ChatMessageRoleUser, Content: r.User},
 		},
 		MaxTokens: r.MaxTokens,
-	}
-	if !r.Stream {
+		Stream:    r.Stream,
+	})
+}
+
+// Complete sends req with client, streamed (asking for the usage chunk)
+// when req.Stream is set, and returns the answer text the caller received:
+// for a stream cut midway, what arrived before the cut, with the error.
+func Complete(ctx context.Context, client *openai.Client, req openai.ChatCompletionRequest) (string, error) {
+	if !req.Stream {
 		resp, err := client.CreateChatCompletion(ctx, req)
 		if err != nil {
 			return "", err
@@ -352,7 +361,6 @@ func send(ctx context.Context, client *openai.Client, r Request) (string, error)
 		}
 		return resp.Choices[0].Message.Content, nil
 	}
-	req.Stream = true
 	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	st, err := client.CreateChatCompletionStream(ctx, req)
 	if err != nil {
@@ -529,11 +537,18 @@ func (c *config) guardedPass(ctx context.Context, name, title string, maxInput i
 	if err != nil {
 		return pass{}, err
 	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: sc})
+	// Exchange IDs, placeholder secrets and canaries drawn from the seed:
+	// they are part of every prompt, so they decide where the server's
+	// pages fall and what an over-long prompt's answer reads. Drawn at
+	// random, a run could differ from the next one with the same seed.
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], c.opts.Seed)
+	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: sc, CanaryKey: append([]byte("aishield demo canaries "), seed[:8]...)})
 	if err != nil {
 		return pass{}, err
 	}
-	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "shared-inference", Classifier: sc, Verifier: v})
+	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "shared-inference", Classifier: sc, Verifier: v,
+		Rand: rand.NewChaCha8(seed)})
 	if err != nil {
 		return pass{}, err
 	}
