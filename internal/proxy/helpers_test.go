@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/aishield/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 )
@@ -98,35 +98,7 @@ func chatReq(text string, maxTokens int, stream bool) openai.ChatCompletionReque
 
 // ask sends one chat and returns the answer text and the error.
 func ask(ctx context.Context, c *openai.Client, text string, maxTokens int, stream bool) (string, error) {
-	req := chatReq(text, maxTokens, stream)
-	if stream {
-		req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	}
-	if !stream {
-		resp, err := c.CreateChatCompletion(ctx, req)
-		if err != nil {
-			return "", err
-		}
-		return resp.Choices[0].Message.Content, nil
-	}
-	st, err := c.CreateChatCompletionStream(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	var b strings.Builder
-	for {
-		ch, err := st.Recv()
-		if err != nil {
-			if err.Error() == "EOF" {
-				return b.String(), nil
-			}
-			return b.String(), err
-		}
-		for _, c := range ch.Choices {
-			b.WriteString(c.Delta.Content)
-		}
-	}
+	return demo.Complete(ctx, c, chatReq(text, maxTokens, stream))
 }
 
 // contaminated reports, from the server's ground truth, whether the answer
