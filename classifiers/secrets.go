@@ -9,43 +9,24 @@ import (
 
 // regexWindow returns a window function that runs re over text[lo:hi] and
 // calls fn for every match whose group g (0 = whole match) is not glued to
-// token bytes on either side in the full text.
+// token bytes on either side in the full text (see matchWindow).
 func regexWindow(re *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
-	return func(st *scanState, d *detector, lo, hi int) {
-		text := st.text
-		pos := lo
-		for pos < hi {
-			m := re.FindSubmatchIndex(text[pos:hi])
-			if m == nil {
-				return
+	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
+		m := re.FindSubmatchIndex(text[pos:hi])
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += pos
 			}
-			for k := range m {
-				if m[k] >= 0 {
-					m[k] += pos
-				}
-			}
-			s, e := m[2*g], m[2*g+1]
-			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
-				// Every match starting inside the token run that begins
-				// here would fail the left boundary too: skip the run, so
-				// a long run of candidates costs linear, not quadratic, time.
-				pos = m[0] + 1
-				if g == 0 {
-					for pos < hi && token(text[pos]) {
-						pos++
-					}
-				}
-				continue
-			}
-			fn(st, d, s, e, m)
-			pos = max(m[1], m[0]+1)
 		}
-	}
+		return m
+	}, g, token, fn)
 }
 
-// matchWindow is regexWindow for a hand-written matcher: find returns the
-// leftmost match in text[pos:hi] as absolute submatch indices (appended to
-// m[:0]), exactly as FindSubmatchIndex would, or nil.
+// matchWindow returns a window function that calls fn for every match of
+// find in text[lo:hi] whose group g (0 = whole match) is not glued to token
+// bytes on either side in the full text. find returns the leftmost match in
+// text[pos:hi] as absolute submatch indices (it may append to m[:0]),
+// exactly as FindSubmatchIndex would, or nil.
 func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	return func(st *scanState, d *detector, lo, hi int) {
 		text := st.text
@@ -58,6 +39,9 @@ func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, toke
 			}
 			s, e := m[2*g], m[2*g+1]
 			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+				// Every match starting inside the token run that begins
+				// here would fail the left boundary too: skip the run, so
+				// a long run of candidates costs linear, not quadratic, time.
 				pos = m[0] + 1
 				if g == 0 {
 					for pos < hi && token(text[pos]) {
