@@ -30,11 +30,7 @@ func BenchmarkVerify4KB(b *testing.B) {
 		}
 		ge.ex.Findings = append(ge.ex.Findings, fs)
 	}
-	var resp strings.Builder
-	for resp.Len() < 4<<10 {
-		resp.WriteString(g.sentence() + " ")
-	}
-	text := resp.String()[:4<<10]
+	text := g.sentences(4 << 10)
 	// Begin (request side) is done once per exchange by the guard; the
 	// benchmark measures the response side: write and close.
 	b.SetBytes(int64(len(text)))
@@ -61,11 +57,7 @@ func BenchmarkStream4KB(b *testing.B) {
 	v := newTestVerifier(b, Options{})
 	g := newGen(3, 4)
 	ge := g.exchange(v, "bench")
-	var resp strings.Builder
-	for resp.Len() < 4<<10 {
-		resp.WriteString(g.sentence() + " ")
-	}
-	text := resp.String()[:4<<10]
+	text := g.sentences(4 << 10)
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -248,6 +248,15 @@ func (g *gen) sentence() string {
 	return b.String()
 }
 
+// sentences returns n bytes of the generator's sentences.
+func (g *gen) sentences(n int) string {
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(g.sentence() + " ")
+	}
+	return b.String()[:n]
+}
+
 func (g *gen) prose(n int) string {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
