@@ -43,11 +43,12 @@ const (
 
 // MemoryOptions configure a [MemoryStore]. The zero value uses the defaults.
 type MemoryOptions struct {
-	// MaxExchanges bounds the number of remembered exchanges; the oldest
-	// are forgotten first. 0 means DefaultMaxExchanges.
+	// MaxExchanges bounds the number of remembered exchanges; those
+	// closest to expiry (the least recently recorded, when all share a
+	// TTL) are forgotten first. 0 means DefaultMaxExchanges.
 	MaxExchanges int
 	// MaxEntries bounds the total number of (fingerprint, exchange)
-	// entries; the oldest exchanges are forgotten first. 0 means
+	// entries; exchanges are forgotten in the same order. 0 means
 	// DefaultMaxEntries.
 	MaxEntries int
 	// MaxHolders bounds the exchange IDs returned per fingerprint (and the
@@ -74,7 +75,7 @@ type MemoryStore struct {
 	bySeq      map[Ref]uint32    // Ref → slot
 	exs        []memExchange     // slots
 	freeSlots  []uint32
-	head, tail uint32 // least and most recently recorded slot, noSlot when none
+	head, tail uint32 // the slots that expire first and last, noSlot when none
 	live       int
 	index      hashIndex // hash → slot, or multiTag|posting
 	posts      []memPosting
@@ -82,7 +83,7 @@ type MemoryStore struct {
 	entries    int
 }
 
-// noSlot marks the end of the recording order list.
+// noSlot marks the ends of the list in order of expiry.
 const noSlot = ^uint32(0)
 
 // multiTag marks an index value that is a posting list, not a slot.
@@ -93,7 +94,7 @@ type memExchange struct {
 	ref        Ref
 	hashes     []uint64 // held fingerprints, for forgetting them
 	expires    int64    // Unix nanoseconds
-	prev, next uint32   // recording order
+	prev, next uint32   // order of expiry
 }
 
 type memPosting struct {
@@ -174,10 +175,10 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 		slot = s.newSlot(exchange)
 	} else {
 		s.unlink(slot)
-		s.pushBack(slot)
 	}
 	ex := &s.exs[slot]
 	ex.expires = now + int64(ttl)
+	s.insert(slot)
 	if ex.hashes == nil {
 		ex.hashes = make([]uint64, 0, len(hashes))
 	}
@@ -237,7 +238,6 @@ func (s *MemoryStore) newSlot(id string) uint32 {
 	s.byID[id] = slot
 	s.bySeq[Ref(s.seq)] = slot
 	s.live++
-	s.pushBack(slot)
 	return slot
 }
 
@@ -254,15 +254,29 @@ func (s *MemoryStore) newPosting(a, b uint32) uint32 {
 	return uint32(len(s.posts) - 1)
 }
 
-func (s *MemoryStore) pushBack(slot uint32) {
+// insert links slot into the list in order of expiry, after the exchanges
+// that expire no later. With one TTL for all, that is the tail, found at
+// once; an exchange recorded with a shorter TTL than those recorded
+// before it walks back past them.
+func (s *MemoryStore) insert(slot uint32) {
 	ex := &s.exs[slot]
-	ex.prev, ex.next = s.tail, noSlot
-	if s.tail != noSlot {
-		s.exs[s.tail].next = slot
-	} else {
-		s.head = slot
+	after := s.tail
+	for after != noSlot && s.exs[after].expires > ex.expires {
+		after = s.exs[after].prev
 	}
-	s.tail = slot
+	ex.prev = after
+	if after == noSlot {
+		ex.next = s.head
+		s.head = slot
+	} else {
+		ex.next = s.exs[after].next
+		s.exs[after].next = slot
+	}
+	if ex.next == noSlot {
+		s.tail = slot
+	} else {
+		s.exs[ex.next].prev = slot
+	}
 }
 
 func (s *MemoryStore) unlink(slot uint32) {
@@ -374,17 +388,16 @@ func (s *MemoryStore) Len() (exchanges, entries int) {
 	return s.live, s.entries
 }
 
-// expire forgets exchanges whose TTL has passed. Exchanges are kept in order
-// of last recording; with one TTL for all, the expired ones are at the
-// front. An exchange recorded with a shorter TTL than a later one is
-// forgotten when it reaches the front.
+// expire forgets exchanges whose TTL has passed: exchanges are kept in
+// order of expiry (insert), so the expired ones are at the front.
 func (s *MemoryStore) expire(now int64) {
 	for s.head != noSlot && s.exs[s.head].expires <= now {
 		s.forget(s.head)
 	}
 }
 
-// bound forgets the oldest exchanges until the store is within its bounds.
+// bound forgets the exchanges closest to expiry (the least recently
+// recorded, when all share a TTL) until the store is within its bounds.
 func (s *MemoryStore) bound() {
 	for (s.live > s.opts.MaxExchanges || s.entries > s.opts.MaxEntries) && s.live > 1 {
 		s.forget(s.head)

@@ -102,6 +102,22 @@ func TestStores(t *testing.T) {
 			if err := s.Record(ctx, "ex-c", nil, time.Minute); err != nil {
 				t.Fatalf("empty record: %v", err)
 			}
+
+			// Each record keeps its own TTL: a short one recorded after a
+			// long one expires first (abort marks live 2 minutes among
+			// exchanges of 15), and the long one stays.
+			if err := s.Record(ctx, "long", []uint64{20}, 10*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			clk.add(time.Millisecond)
+			if err := s.Record(ctx, "short", []uint64{21}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			clk.add(2 * time.Minute)
+			got, _ = s.Lookup(ctx, []uint64{20, 21})
+			if got[0].Count != 1 || got[1].Count != 0 {
+				t.Fatalf("after 2 minutes, the 10-minute record found %d times (want 1), the 1-minute one %d times (want 0)", got[0].Count, got[1].Count)
+			}
 		})
 	}
 }
@@ -136,6 +152,15 @@ func TestMemoryStoreBounds(t *testing.T) {
 	_ = s.Record(ctx, "big", big, time.Hour)
 	if n, e := s.Len(); e > 10 || n != 2 {
 		t.Fatalf("Len = %d exchanges, %d entries; want within 10 entries", n, e)
+	}
+	// Over the bound, the exchange closest to expiry goes first, whatever
+	// its place in the recording order.
+	s = NewMemoryStore(MemoryOptions{MaxExchanges: 2})
+	_ = s.Record(ctx, "hour", []uint64{1}, time.Hour)
+	_ = s.Record(ctx, "minute", []uint64{2}, time.Minute)
+	_ = s.Record(ctx, "day", []uint64{3}, 24*time.Hour)
+	if got, _ := s.Lookup(ctx, []uint64{1, 2, 3}); got[0].Count != 1 || got[1].Count != 0 || got[2].Count != 1 {
+		t.Fatalf("over the bound, kept %d %d %d of hour, minute, day; want 1 0 1", got[0].Count, got[1].Count, got[2].Count)
 	}
 }
 

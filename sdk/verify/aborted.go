@@ -45,7 +45,8 @@ func abortKey(exchange string, slot int64) uint64 {
 // abortSlot returns the time slot of t: a sixth of the window (at least a
 // second). A mark is looked for in the slots the window covers, so that
 // its end does not depend on how a store expires what it records (a
-// memory store forgets in recording order, Redis by the TTL of each key).
+// store may keep a record past its TTL: a Store implementation is only
+// asked to forget it eventually, and a mark recorded again renews it).
 func (v *Verifier) abortSlot(t time.Time) int64 {
 	return t.UnixNano() / int64(max(time.Second, v.opts.AbortWindow/6))
 }
