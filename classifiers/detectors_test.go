@@ -305,6 +305,8 @@ func TestDetectors(t *testing.T) {
 			{"capitals alone", "PATIENT: THOMAS SMITH", ""},
 			{"quoted", "“Sarah Connor”", "Sarah Connor"},
 			{"no-break space", "Chère Inès Benali,", "Inès Benali"},
+			{"arabic given name in french", "Patient: Karima Benali, NIR", "Karima Benali"},
+			{"french given name", "Case handled by Ulysse Carpentier, disputes team", "Ulysse Carpentier"},
 			{"lone given name", "Thanks, Hugo.", ""},
 			{"street", "12 Hugo Street", ""},
 			{"company", "Victor Inc announced", ""},

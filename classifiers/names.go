@@ -95,6 +95,7 @@ louis gabriel raphaël raphael arthur jules adam léo enzo théo theo baptiste c
 bastien damien jérémy jeremy benoît benoit yannick cédric cedric fabien gilles didier serge rené rene andré andre
 jacques gérard gerard marcel henri lucien émile emile étienne etienne xavier yves hervé herve loïc loic arnaud
 aurélien aurelien valentin corentin kévin kevin mickaël mickael gaël gael gaetan gaëtan tristan mathis timothée
+ulysse
 marie nathalie isabelle sylvie catherine françoise francoise christine monique valérie valerie sandrine
 véronique veronique sophie céline celine chantal nicole anne martine stéphanie stephanie julie sandra caroline
 aurélie aurelie émilie emilie camille laura manon léa lea chloé chloe inès ines sarah jade louise alice lina
@@ -123,7 +124,7 @@ sander wouter maarten jeroen niels koen stijn floris
 anna emma julia sophie eva fleur lotte sanne femke anouk lieke iris noor tess saar maud
 mohamed mohammed muhammad ahmed ali omar youssef yusuf karim farid rachid mehdi samir nabil hamza ibrahim
 mustafa hassan hussein khalid tariq bilal amine yassine ayoub sofiane walid
-fatima aïcha aicha khadija amina leila leïla nadia samira yasmine yasmina salma meriem nour sana rania
+fatima aïcha aicha karima khadija amina leila leïla nadia samira yasmine yasmina salma meriem nour sana rania
 wei li ming jun hao xin yan hui jing lei chen hiroshi takeshi kenji yuki haruto sakura yui
 raj rahul amit priya anjali deepak sanjay vikram arjun ananya neha pooja sunita
 dmitri sergei alexei ivan nikolai olga natalia svetlana irina tatiana ekaterina anastasia
