@@ -23,8 +23,10 @@ import (
 // Extended-A) and goes on with letters, joined by '-' or by an apostrophe
 // before an upper-case letter (O'Brien). Words that end a name rather than
 // continue it (articles, pronouns, weekdays, months, street and company
-// words) are never name words, so "Hugo Street" and "Victor Inc" are not
-// names; given names that are also everyday English words (Will, May, Mark,
+// words, offices and job titles, institutions) are never name words, so
+// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager" and
+// "the Christian Democratic Party" are not names; a title may follow a
+// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names that are also everyday English words (Will, May, Mark,
 // Grace...) are not in the list, so they need a title. A lone given name is
 // not reported: it identifies no one.
 //
@@ -43,7 +45,7 @@ const (
 
 // titles precede a name (with or without a period). Lower case.
 const nameTitles = `mr mrs ms miss mx dr prof sir dame lord lady rev m mme mlle mmes mlles monsieur madame mademoiselle pr
-maître maitre herr frau dott sig sr sra srta dhr mevr insp judge`
+maître maitre herr frau dott sig sr sra srta dhr mevr insp judge professor professeur docteur doktor`
 
 // nameStops are capitalised words that end a name (or cannot start one
 // after a title). Lower case.
@@ -66,7 +68,16 @@ lundi mardi mercredi jeudi vendredi samedi dimanche
 jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
 janvier février fevrier mars avril mai juin juillet août aout septembre octobre novembre décembre decembre
 north south east west northern southern eastern western new old great saint sainte san santa
-ceo cfo cto coo vp hr it pr qa api faq usa uk eu un nato ok re fw fwd cc bcc ps nb`
+ceo cfo cto coo vp hr it pr qa api faq usa uk eu un nato ok re fw fwd cc bcc ps nb
+president chairman chairwoman chairperson chair director minister mayor speaker secretary governor ambassador
+commissioner chancellor senator rector sheriff captain colonel general sergeant officer manager engineer
+developer analyst consultant executive assistant administrator software senior junior vice chief
+président présidente directeur directrice ministre maire secrétaire gouverneur ambassadeur ambassadrice commissaire
+préfet préfète procureur procureure juge bâtonnier greffier conseiller conseillère député députée sénateur sénatrice recteur
+präsident direktor bürgermeister presidente director directora ministro ministra alcalde alcaldesa direttore sindaco
+med sc phd msc bsc mba
+party parti state laboratories laboratory laboratoire laboratoires falls democratic democrat republican union church
+cathedral museum library stadium theatre theater fund trust capital ventures press times news journal prize award`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
