@@ -170,9 +170,9 @@ type Options struct {
 	Sourced []string
 }
 
-// DefaultSourced are the detectors whose foreign values need a source
-// (see Options.Sourced).
-var DefaultSourced = []string{"pii.person_name"}
+// DefaultSourced returns the detectors whose foreign values need a source
+// unless Options.Sourced says otherwise: pii.person_name.
+func DefaultSourced() []string { return []string{"pii.person_name"} }
 
 // Verifier checks responses. It is safe for concurrent use; its sessions
 // are not (one goroutine at a time per session).
@@ -256,7 +256,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	sourced := opts.Sourced
 	if sourced == nil {
-		sourced = DefaultSourced
+		sourced = DefaultSourced()
 	}
 	v.sourced = make(map[string]bool, len(sourced))
 	for _, d := range sourced {
