@@ -251,16 +251,23 @@ func (s *Scanner) putState(st *scanState) {
 	s.states.Put(st)
 }
 
-// anchors walks the chunk once for anchor bytes.
+// anchors walks the chunk once for anchor bytes, and for the capitals
+// that may start a person name (nameAt).
 func (st *scanState) anchors() {
 	text := st.text
 	n := len(text)
 	var c numCand
+	names := st.s.names != nil
 	for i := 0; i < n; {
 		// Eight bytes at a time to the next byte that may be an anchor
 		// (past most prose at once).
 		for i+8 <= n {
-			if m := anchorMask(binary.LittleEndian.Uint64(text[i:])); m != 0 {
+			x := binary.LittleEndian.Uint64(text[i:])
+			m, caps := anchorCapsMask(x)
+			if names && caps != 0 {
+				m |= nameCandidates(text, i, x)
+			}
+			if m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -300,6 +307,9 @@ func (st *scanState) anchors() {
 				i = st.ipv6At(i)
 				continue
 			}
+		case names && (isUpper(b) || b >= 0xC3 && b <= 0xC5):
+			i = st.nameAt(i)
+			continue
 		}
 		i++
 	}
@@ -316,6 +326,18 @@ func anchorMask(x uint64) uint64 {
 	atLeast30 := (y + 0x5050505050505050) & high // y >= 0x30
 	below41 := ^(y + 0x3f3f3f3f3f3f3f3f) & high  // y < 0x41
 	return atLeast30 & below41 &^ x
+}
+
+// anchorCapsMask returns anchorMask(x), and a mask that is zero when x
+// has no byte in 'A'..'Z' nor 0xC3..0xFF (no capital that may start a
+// name: nameCandidates need not look). The two share their first sum.
+func anchorCapsMask(x uint64) (uint64, uint64) {
+	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+	y := x & low7
+	s := y + 0x3f3f3f3f3f3f3f3f // high bit: y >= 0x41
+	anchors := (y + 0x5050505050505050) &^ s &^ x & high
+	caps := (s&^(y+0x2525252525252525)&^x | (y+0x3d3d3d3d3d3d3d3d)&x) & high
+	return anchors, caps
 }
 
 // candShape is what anchors knows of a numeric candidate before calling

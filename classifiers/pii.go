@@ -49,6 +49,7 @@ func piiDetectors() []*detector {
 		{id: "pii.ip_address", cat: CategoryPII, desc: "Public IPv4/IPv6 address (net/netip; private, loopback, link-local, multicast and documentation ranges excluded)", gate: numGate{minDigits: 4, minGroups: 4}, numeric: ipv4Numeric, context: ctxIP},
 		{id: "pii.crypto_wallet", cat: CategoryPII, desc: "Bitcoin address (base58check, bech32/bech32m) or Ethereum address (EIP-55 checksum when mixed case)", gate: numGate{alphaAfter: true, notGlued: true}, numeric: walletNumeric,
 			keywords: []string{"bc1", "tb1"}, after: 90, window: bech32Window, context: ctxWal},
+		nameDetector(),
 	}
 }
 

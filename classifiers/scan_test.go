@@ -218,6 +218,10 @@ func FuzzScan(f *testing.F) {
 	}
 	f.Add([]byte("-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----"))
 	f.Add([]byte("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x"))
+	// Person names: titles, capitals, particles, apostrophes, Latin-1,
+	// no-break spaces, and words glued to them.
+	f.Add([]byte("Referred by Dr Oliver Renaud; M. RENAUD and Prof. J. van Dijk met Jean-Pierre K. Martin, Valérie Giscard d'Estaing."))
+	f.Add([]byte("Chère Inès\u00a0Benali, Ms O’Brien’s note; Marie-Claire O'Neil\txJohn Smith2 Hugo Street, Mme DELACROIX-\xc3"))
 	whole, _ := New(Options{HashKey: []byte("k")})
 	chunked, _ := New(Options{HashKey: []byte("k")})
 	chunked.chunk, chunked.overlap = 512, 128

@@ -95,6 +95,7 @@ type Scanner struct {
 	gates           *gateMasks // numeric's gates as masks, or nil
 	email           *detector
 	ipv6            *detector
+	names           *detector
 	includeReserved bool
 	timeout         time.Duration
 	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
@@ -193,8 +194,11 @@ func New(opts Options) (*Scanner, error) {
 		case d.id == "pii.email":
 			s.email = d
 		}
-		if d.id == "pii.ip_address" {
+		switch d.id {
+		case "pii.ip_address":
 			s.ipv6 = d
+		case "pii.person_name":
+			s.names = d
 		}
 	}
 	for i, c := range s.custom {

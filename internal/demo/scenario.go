@@ -259,7 +259,7 @@ Please review the draft and point out any risk we missed.
 %s, partner
 %s`,
 			plant("marker.classification", "STRICTLY CONFIDENTIAL"), g.pick([]string{"Lighthouse", "Bluebird", "Granite", "Aurora"}), target, target, 120+g.r.IntN(800),
-			counsel.Name(), plant("pii.email", g.email(counsel, domain)))
+			plant("pii.person_name", counsel.Name()), plant("pii.email", g.email(counsel, domain)))
 	case "globex-bank":
 		c := g.person()
 		agent := g.person()
@@ -274,9 +274,9 @@ Contact: %s, %s
 Message from the customer: "Two payments of 489.90 and 1,249.00 euros to an online electronics shop appeared on my statement on the 3rd and the 4th. I was abroad and had my card with me. Please cancel them and send me a new card."
 
 Case handled by %s, disputes team, %s`,
-			c.Name(), plant("pii.credit_card", g.card()), plant("pii.iban", g.ibanFR()),
+			plant("pii.person_name", c.Name()), plant("pii.credit_card", g.card()), plant("pii.iban", g.ibanFR()),
 			plant("pii.email", g.email(c, g.pick([]string{"laposte.net", "orange.fr", "free.fr", "gmail.com"}))), plant("pii.phone", g.phoneFR()),
-			agent.Name(), plant("pii.email", g.email(agent, domain)))
+			plant("pii.person_name", agent.Name()), plant("pii.email", g.email(agent, domain)))
 	case "northwind-clinic":
 		p := g.person()
 		dr := g.person()
@@ -289,9 +289,9 @@ Patient contact: %s, %s
 
 Dr %s, pulmonology
 %s, %s`,
-			p.Name(), plant("pii.fr_nir", g.nir()),
+			plant("pii.person_name", p.Name()), plant("pii.fr_nir", g.nir()),
 			plant("pii.phone", g.phoneFR()), plant("pii.email", g.email(p, g.pick([]string{"laposte.net", "orange.fr", "sfr.fr", "gmail.com"}))),
-			dr.Name(), plant("pii.email", g.email(dr, domain)), plant("pii.phone", g.phoneFR()))
+			plant("pii.person_name", dr.Name()), plant("pii.email", g.email(dr, domain)), plant("pii.phone", g.phoneFR()))
 	}
 	if len(planted) == 0 {
 		planted = nil

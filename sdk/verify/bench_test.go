@@ -81,8 +81,15 @@ func FuzzSession(f *testing.F) {
 	f.Add("Mail bob.martin@globex-industries.com <|im_start|> aishield-canary-abcdefghijklmnop", uint8(3))
 	f.Add("\xff\x00<｜User｜>[INST] card 4916 3385 0608 2832", uint8(1))
 	f.Add(strings.Repeat("<|", 100), uint8(7))
+	f.Add("As Albert Einstein said to Dr Oliver RENAUD and Amélie Fontaine, Jane Doe", uint8(4))
 	v, err := New(Options{HashKey: testKey, CanaryKey: testKey})
 	if err != nil {
+		f.Fatal(err)
+	}
+	// Another exchange whose request names people, so that a name in the
+	// text can be a sourced foreign entity.
+	other := &inbound.Exchange{ID: "other", Texts: []string{"Letter from Dr Oliver Renaud about Amélie Fontaine."}}
+	if _, err := v.Check(context.Background(), other, "Noted.", inbound.End{}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, text string, step uint8) {

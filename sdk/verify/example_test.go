@@ -26,3 +26,28 @@ func Example() {
 	// block inbound.template_fragment <|im_end|>
 	// block inbound.foreign_entity b***@g***.com
 }
+
+// Person names are sourced detectors (Options.Sourced): a name the request
+// did not contain is a signal only when another exchange's request carried
+// it.
+func ExampleOptions_sourced() {
+	ctx := context.Background()
+	v, err := verify.New(verify.Options{})
+	if err != nil {
+		panic(err)
+	}
+	clinic := &inbound.Exchange{ID: "clinic-7", Texts: []string{"Summarise the discharge letter of Amélie Fontaine."}}
+	if _, err := v.Check(ctx, clinic, "Done.", inbound.End{}); err != nil {
+		panic(err)
+	}
+	ex := &inbound.Exchange{ID: "support-8", Texts: []string{"Why does my thermostat switch to eco mode?"}}
+	vd, err := v.Check(ctx, ex, "As Albert Einstein said, keep it simple. Amélie Fontaine was discharged.", inbound.End{})
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range vd.Signals {
+		fmt.Println(s.Action, s.ID, s.Detector, s.Preview, s.Sources)
+	}
+	// Output:
+	// block inbound.foreign_entity pii.person_name A. F. [clinic-7]
+}

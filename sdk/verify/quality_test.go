@@ -18,7 +18,8 @@ import (
 // numbers, amounts, dates, ticket numbers and code names, in prose drawn
 // from a wide vocabulary (a few hundred real words and a few thousand
 // domain terms, Zipf-distributed) by a small stochastic grammar, so two
-// exchanges share only short runs of words by chance. What responses share
+// exchanges share only short runs of words by chance (answers name their
+// request's people, or people no request names). What responses share
 // is realistic boilerplate: a handful of system prompts common to many
 // exchanges, stock openings and closings (most of them among the built-in
 // phrases, some unlisted ones made of common words), a deployment's own
@@ -90,12 +91,27 @@ vintage fragile bulky perishable hazardous certified provisional binding nonrefu
 
 type person struct{ name, email, phone, card string }
 
+// People a clean answer may name besides those of its own request (the
+// model's own examples, people it knows of): names from lists no request
+// of the corpus draws from.
+var (
+	answerFirstNames = strings.Fields(`Thomas Pierre Nicolas Julien Laura Sarah Marie Louise Paul Daniel Michael Sophie
+Clara Isabel Pedro Carmen Giulia Matteo Eva Karl Petra Olga Henri Agnes Claire Diego Greta Ingrid Joost Aurora`)
+	answerLastNames = strings.Fields(`Bernard Durand Leroy Girard Bonnet Mercier Blanc Guerin Muller Wagner Becker Hoffmann
+Ferrari Esposito Ricci Lopez Sanchez Romero Navarro Visser Bakker Smit Mulder Nowak Wisniewski Dvorak Horak Lindberg
+Nyberg Virtanen`)
+)
+
 // gen generates exchanges; its vocabulary of domain terms is generated once
 // from its seed.
 type gen struct {
 	r     *rand.Rand
 	terms []string
 	zipf  *rand.Zipf
+	// names, when set, are the people of an answer's request: an
+	// answer's sentences name them or people from the answer lists.
+	// Else sentences name any first name and surname of the lists.
+	names []string
 }
 
 func newGen(seed1, seed2 uint64) *gen {
@@ -205,7 +221,16 @@ func (g *gen) nounPhrase() string {
 func (g *gen) subject() string {
 	switch g.r.IntN(5) {
 	case 0:
-		return g.pick(firstNames) + " " + g.pick(lastNames)
+		// Two draws either way, so that the rest of the corpus does not
+		// depend on whose names an answer may use.
+		f, l := g.r.IntN(len(firstNames)), g.r.IntN(len(lastNames))
+		switch {
+		case g.names == nil:
+			return firstNames[f] + " " + lastNames[l]
+		case f%3 == 0:
+			return g.names[l%len(g.names)]
+		}
+		return answerFirstNames[f%len(answerFirstNames)] + " " + answerLastNames[l%len(answerLastNames)]
 	case 1:
 		return g.pick(strings.Fields("We They She He Finance Legal Procurement"))
 	case 2:
@@ -352,7 +377,17 @@ func (g *gen) exchange(v *Verifier, id string) *genExchange {
 	ge.ex = &inbound.Exchange{ID: id, Texts: []string{sys, ge.user}, Sent: []string{sys, ge.user, CanaryLine(ge.canary)}}
 	ge.ex.Canary = CanaryLine(ge.canary)
 
-	// The clean answer.
+	// The clean answer. Its sentences name the request's people or people
+	// no request names, never a person only another exchange's request
+	// named: a full name drawn from the request lists above is in other
+	// exchanges' requests by chance (62 first names by 52 surnames), and
+	// a name another exchange's request carried is what
+	// inbound.foreign_entity reports for pii.person_name.
+	g.names = nil
+	for _, p := range ge.people {
+		g.names = append(g.names, p.name)
+	}
+	defer func() { g.names = nil }()
 	var resp strings.Builder
 	if g.r.IntN(10) < 7 {
 		resp.WriteString(g.pick(stockOpen) + " ")

@@ -207,7 +207,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		record = append(record, entityKey(h))
 	}
 	s.record = record
-	if crossOn || v.on(inbound.SignalCanary) {
+	if crossOn || v.on(inbound.SignalCanary) || v.on(inbound.SignalForeignEntity) {
 		if err := v.store.Record(ctx, ex.ID, record, v.ttl); err != nil {
 			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
@@ -402,9 +402,13 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			if v.allow.allowed(f.Detector, string(region[f.Start:f.End])) {
 				continue
 			}
+			msg := f.Detector + " value that the request did not contain"
+			if v.sourced[f.Detector] {
+				msg += ", from another exchange's request"
+			}
 			foreign = append(foreign, inbound.Signal{ID: inbound.SignalForeignEntity, Detector: f.Detector,
 				Start: lo + f.Start, End: lo + f.End, Preview: f.Preview, Confidence: f.Confidence,
-				Message: f.Detector + " value that the request did not contain"})
+				Message: msg})
 			keys = append(keys, entityKey(f.Hash))
 		}
 		if len(keys) > 0 {
@@ -415,14 +419,23 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				return sigs, fmt.Errorf("verify: entity lookup: %w", err)
 			}
 			for i := range foreign {
+				others := hs[i].Count
 				for _, id := range hs[i].Exchanges {
 					if id != s.ex.ID {
 						foreign[i].Sources = append(foreign[i].Sources, id)
+					} else {
+						others--
 					}
 				}
+				// A sourced detector's value is a signal only when
+				// another exchange's request carried it, and not so many
+				// that it is common knowledge.
+				if v.sourced[foreign[i].Detector] && (len(foreign[i].Sources) == 0 || others > v.opts.MaxDocFreq) {
+					continue
+				}
+				sigs = append(sigs, foreign[i])
 			}
 		}
-		sigs = append(sigs, foreign...)
 	}
 	s.verified = max(s.verified, release)
 	return sigs, nil

@@ -12,7 +12,14 @@
 //     the request's, and whose value is not allow-listed. A response that
 //     repeats the user's own data is never flagged; reserved example values
 //     (RFC 2606 domains, documented test numbers) are not findings unless
-//     the scanner was built to report them.
+//     the scanner was built to report them. It names the exchanges whose
+//     requests carried the value, when the store remembers them. Values of
+//     the sourced detectors (Options.Sourced, by default [DefaultSourced]:
+//     pii.person_name), which answers contain legitimately (an assistant
+//     mentions "Albert Einstein"), are signals only with a source: another
+//     exchange whose request carried the same value, held by no more than
+//     MaxDocFreq other exchanges. A name that no exchange sent, or that
+//     many sent, is not a signal.
 //   - inbound.canary: a canary token (see [Verifier.MintCanary]) in the
 //     response that was not minted for this exchange. It names the
 //     exchange it was minted for when the store still remembers it.
@@ -153,7 +160,19 @@ type Options struct {
 	// covers; 0 means DefaultMaxEntityLen. Longer entities (PEM keys) are
 	// still detected, but a stream may release their first bytes.
 	MaxEntityLen int
+	// Sourced lists the detectors (IDs) whose findings occur in answers
+	// legitimately (a person's name: "Albert Einstein"): a foreign value
+	// of theirs is an inbound.foreign_entity signal only when the store
+	// names another exchange whose request carried it, and no more than
+	// MaxDocFreq others did (a value many exchanges sent is common
+	// knowledge, not evidence). nil means [DefaultSourced]; an empty
+	// non-nil slice makes every detector's foreign values signals.
+	Sourced []string
 }
+
+// DefaultSourced returns the detectors whose foreign values need a source
+// unless Options.Sourced says otherwise: pii.person_name.
+func DefaultSourced() []string { return []string{"pii.person_name"} }
 
 // Verifier checks responses. It is safe for concurrent use; its sessions
 // are not (one goroutine at a time per session).
@@ -163,6 +182,7 @@ type Verifier struct {
 	store       fingerprint.Store
 	ttl         time.Duration
 	canaryKey   []byte
+	sourced     map[string]bool // detectors whose foreign values need a source
 	templates   *templateMatcher
 	boilerplate hashSet
 	refStore    refStore
@@ -233,6 +253,14 @@ func New(opts Options) (*Verifier, error) {
 		if _, err := rand.Read(v.canaryKey); err != nil {
 			return nil, fmt.Errorf("verify: canary key: %w", err)
 		}
+	}
+	sourced := opts.Sourced
+	if sourced == nil {
+		sourced = DefaultSourced()
+	}
+	v.sourced = make(map[string]bool, len(sourced))
+	for _, d := range sourced {
+		v.sourced[d] = true
 	}
 	v.templates = newTemplateMatcher()
 	// Every k-gram of a boilerplate text (window 1), not only its

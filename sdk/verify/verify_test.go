@@ -247,3 +247,88 @@ func TestCanaryFormat(t *testing.T) {
 		t.Fatalf("found %v", found)
 	}
 }
+
+// TestSourcedNames checks the rule for detectors whose values answers
+// contain legitimately (Options.Sourced, person names by default): a name
+// the request did not contain is a foreign entity only when another
+// exchange's request carried it, named as the source, and not when many
+// did. Each case runs plain and streamed in pieces of 5 bytes.
+func TestSourcedNames(t *testing.T) {
+	ctx := context.Background()
+	const (
+		otherReq = "Discharge letter. Patient: Amélie Fontaine, readmitted on Tuesday; see Dr Oliver Renaud."
+		req      = "Summarise the letter from Quentin Arnaud about the heating contract."
+	)
+	tests := []struct {
+		name     string
+		sourced  []string
+		common   int // exchanges besides ex-other whose requests name Albert Einstein
+		response string
+		want     string // the foreign signal's detector, "" for none
+		source   string
+	}{
+		{"name of another exchange's request", nil, 0, "The patient Amélie Fontaine was readmitted.", "pii.person_name", "ex-other"},
+		{"after a title, in capitals", nil, 0, "Ask Dr OLIVER RENAUD about it.", "pii.person_name", "ex-other"},
+		{"name no exchange sent", nil, 0, "As Albert Einstein put it, keep it simple.", "", ""},
+		{"the request's own name", nil, 0, "Quentin Arnaud asks about the heating contract.", "", ""},
+		{"name many exchanges sent", nil, DefaultMaxDocFreq + 1, "As Albert Einstein put it, keep it simple.", "", ""},
+		{"name a few exchanges sent", nil, DefaultMaxDocFreq - 1, "As Albert Einstein put it, keep it simple.", "pii.person_name", ""},
+		{"no sourced detectors", []string{}, 0, "As Albert Einstein put it, keep it simple.", "pii.person_name", ""},
+		{"other detectors need no source", nil, 0, "Write to bob.martin@globex-industries.com today.", "pii.email", ""},
+	}
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tt.name, stream), func(t *testing.T) {
+				v := newTestVerifier(t, Options{Sourced: tt.sourced})
+				if _, err := v.Check(ctx, &inbound.Exchange{ID: "ex-other", Texts: []string{otherReq}}, "Noted.", inbound.End{}); err != nil {
+					t.Fatal(err)
+				}
+				for i := range tt.common {
+					ex := &inbound.Exchange{ID: fmt.Sprint("ex-physics-", i), Texts: []string{fmt.Sprintf("Question %d: what did Albert Einstein say about simplicity?", i)}}
+					if _, err := v.Check(ctx, ex, "Noted.", inbound.End{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ex := &inbound.Exchange{ID: "ex-1", Texts: []string{req}}
+				var vd *Verdict
+				if stream {
+					st, err := v.Stream(ctx, ex)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for p := tt.response; len(p) > 0 && !st.Verdict().Blocked; {
+						k := min(len(p), 5)
+						if _, _, err := st.Write(ctx, inbound.Delta{Text: p[:k]}); err != nil {
+							t.Fatal(err)
+						}
+						p = p[k:]
+					}
+					if _, vd, err = st.Close(ctx, inbound.End{}); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					var err error
+					if vd, err = v.Check(ctx, ex, tt.response, inbound.End{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tt.want == "" {
+					if vd.Contaminated() {
+						t.Fatalf("unexpected signals %+v", vd.Signals)
+					}
+					return
+				}
+				if len(vd.Signals) != 1 || vd.Signals[0].ID != inbound.SignalForeignEntity || vd.Signals[0].Detector != tt.want || !vd.Blocked {
+					t.Fatalf("signals %+v, want one %s %s", vd.Signals, inbound.SignalForeignEntity, tt.want)
+				}
+				s := vd.Signals[0]
+				if tt.source != "" && (len(s.Sources) != 1 || s.Sources[0] != tt.source) {
+					t.Fatalf("sources %v, want [%s]", s.Sources, tt.source)
+				}
+				if raw := strings.ToLower(tt.response[s.Start:s.End]); strings.Contains(strings.ToLower(s.Preview+s.Message), raw) {
+					t.Fatalf("signal reveals the raw value: %+v", s)
+				}
+			})
+		}
+	}
+}

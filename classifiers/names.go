@@ -1,0 +1,640 @@
+package classifiers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Person names. A name is found from what surrounds it, never from a list of
+// people:
+//
+//   - a courtesy or professional title followed by one to three capitalised
+//     name words: "Dr Oliver Renaud", "Mme Delacroix", "Prof. J. van Dijk"
+//     (the title is not part of the finding, so "Dr" stays readable);
+//   - a common given name followed by one or two more capitalised name
+//     words: "Amélie Fontaine", "Jean-Pierre K. Martin", "Ludwig van
+//     Beethoven".
+//
+// A name word starts with an upper-case letter (ASCII or Latin-1/Latin
+// Extended-A) and goes on with letters, joined by '-' or by an apostrophe
+// before an upper-case letter (O'Brien). Words that end a name rather than
+// continue it (articles, pronouns, weekdays, months, street and company
+// words, offices and job titles, institutions) are never name words, so
+// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager" and
+// "the Christian Democratic Party" are not names; a title may follow a
+// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names that are also everyday English words (Will, May, Mark,
+// Grace...) are not in the list, so they need a title. A lone given name is
+// not reported: it identifies no one.
+//
+// The value hashed is the name in lower case with single spaces, so the same
+// name written with a title, without one, or in capitals has one hash.
+
+// nameKind is what a capitalised word is to the name detector.
+type nameKind uint8
+
+const (
+	nameNone  nameKind = iota
+	nameGiven          // a common given name
+	nameTitle          // a title that precedes a name
+	nameStop           // a word that is never part of a name
+)
+
+// titles precede a name (with or without a period). Lower case.
+const nameTitles = `mr mrs ms miss mx dr prof sir dame lord lady rev m mme mlle mmes mlles monsieur madame mademoiselle pr
+maître maitre herr frau dott sig sr sra srta dhr mevr insp judge professor professeur docteur doktor`
+
+// nameStops are capitalised words that end a name (or cannot start one
+// after a title). Lower case.
+const nameStops = `the a an and or but nor of in on at to for from by with without into onto over under about after before
+is was are were be been has had have will would can could should may might must shall do does did not no yes
+i we you he she it they me us him her them this that these those our your his its their my mine
+who what when where which why how all any each every some many most more other such only own same so than too very
+dear hi hello hey thanks thank regards best cheers sincerely yours cordialement bonjour merci
+le la les un une des du de et ou en au aux par pour sur dans avec sans chez il elle ils elles nous vous je
+der die das den dem des ein eine und oder mit von zu im am el los las y con por para del al il lo gli
+street st avenue ave road rd lane ln boulevard blvd bd drive dr court ct place pl square sq way highway hwy
+rue allée allee chemin impasse quai cours route esplanade
+park bridge station airport port hall tower house building centre center plaza mall market
+bank group inc ltd llc llp plc sa sas sarl gmbh ag bv nv spa srl corp corporation company co holdings partners
+university college school academy institute foundation hospital clinic ministry department agency office
+council committee board team services solutions systems technologies labs research
+monday tuesday wednesday thursday friday saturday sunday
+january february march april june july august september october november december
+lundi mardi mercredi jeudi vendredi samedi dimanche
+jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
+janvier février fevrier mars avril mai juin juillet août aout septembre octobre novembre décembre decembre
+north south east west northern southern eastern western new old great saint sainte san santa
+ceo cfo cto coo vp hr it pr qa api faq usa uk eu un nato ok re fw fwd cc bcc ps nb
+president chairman chairwoman chairperson chair director minister mayor speaker secretary governor ambassador
+commissioner chancellor senator rector sheriff captain colonel general sergeant officer manager engineer
+developer analyst consultant executive assistant administrator software senior junior vice chief
+président présidente directeur directrice ministre maire secrétaire gouverneur ambassadeur ambassadrice commissaire
+préfet préfète procureur procureure juge bâtonnier greffier conseiller conseillère député députée sénateur sénatrice recteur
+präsident direktor bürgermeister presidente director directora ministro ministra alcalde alcaldesa direttore sindaco
+med sc phd msc bsc mba
+party parti state laboratories laboratory laboratoire laboratoires falls democratic democrat republican union church
+cathedral museum library stadium theatre theater fund trust capital ventures press times news journal prize award`
+
+// nameGivens are common given names in the languages aishield's other
+// detectors cover (English, French, German, Spanish, Italian, Dutch) and
+// common in the same countries from elsewhere; written for this detector,
+// lower case, with and without accents where both are usual. Names that are
+// everyday English words or places (Will, May, Mark, Paris) are left out.
+const nameGivens = `
+james john robert michael william david richard joseph thomas charles christopher daniel matthew anthony donald
+steven paul andrew joshua kenneth kevin brian george edward ronald timothy jason jeffrey ryan jacob gary nicholas
+eric jonathan stephen larry justin scott brandon benjamin samuel gregory alexander patrick dennis jerry tyler
+aaron henry douglas peter adam nathan zachary walter kyle harold carl arthur gerald roger keith jeremy terry
+lawrence sean christian albert joe ethan jesse willie billy bryan bruce noah gabriel logan alan juan
+roy ralph randy eugene vincent russell louis philip bobby johnny bradley oliver harry jack charlie oscar leo
+alfie freddie archie theo isaac lucas mason liam elijah james aiden jayden owen luke dylan caleb connor
+mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa nancy betty margaret sandra ashley
+kimberly emily donna michelle carol amanda dorothy melissa deborah stephanie rebecca sharon laura cynthia kathleen
+amy angela shirley anna brenda pamela emma nicole helen samantha katherine christine debra rachel carolyn janet
+catherine maria heather diane ruth julie olivia joyce victoria kelly lauren christina joan evelyn judith
+megan andrea cheryl hannah jacqueline martha gloria teresa ann sara frances kathryn janice jean abigail
+alice judy sophia denise marilyn danielle beverly isabella theresa diana natalie brittany charlotte marie
+kayla alexis lori sophie chloe ella mia amelia isla ava emily poppy lily ellie freya evie jessica ruby
+jean pierre michel philippe alain nicolas christophe patrick christian daniel laurent frédéric frederic
+stéphane stephane sébastien sebastien julien david olivier éric thierry pascal françois francois bernard
+jérôme jerome guillaume antoine mathieu matthieu romain maxime alexandre vincent thomas hugo lucas nathan
+louis gabriel raphaël raphael arthur jules adam léo enzo théo theo baptiste clément clement quentin florian
+bastien damien jérémy jeremy benoît benoit yannick cédric cedric fabien gilles didier serge rené rene andré andre
+jacques gérard gerard marcel henri lucien émile emile étienne etienne xavier yves hervé herve loïc loic arnaud
+aurélien aurelien valentin corentin kévin kevin mickaël mickael gaël gael gaetan gaëtan tristan mathis timothée
+ulysse
+marie nathalie isabelle sylvie catherine françoise francoise christine monique valérie valerie sandrine
+véronique veronique sophie céline celine chantal nicole anne martine stéphanie stephanie julie sandra caroline
+aurélie aurelie émilie emilie camille laura manon léa lea chloé chloe inès ines sarah jade louise alice lina
+zoé zoe juliette lucie mathilde clara pauline marion amandine élodie elodie gaëlle gaelle amélie amelie
+mélanie melanie audrey virginie claire hélène helene cécile cecile agnès agnes brigitte danielle ginette
+josiane odile colette simone jeanne madeleine suzanne yvonne margaux noémie noemie océane oceane clémence
+clemence charlotte léna lena elise élise eloïse eloise anaïs anais laetitia laëtitia solène solene
+maximilian felix paul leon lukas jonas finn elias luca ben noah jan tim niklas moritz julian florian fabian
+sebastian tobias stefan andreas markus matthias michael christoph wolfgang klaus jürgen jurgen dieter uwe
+frank thorsten torsten sven jens dirk ralf bernd helmut horst günter gunter manfred heinz hans karl friedrich
+ursula monika petra sabine renate karin brigitte gabriele ingrid andrea claudia susanne birgit katrin kerstin
+anja nicole stefanie tanja heike silke jutta gisela helga hildegard greta lea leonie lena johanna hannah
+mia emilia marlene luisa amelie frieda ida lotte mathilda
+josé jose antonio manuel francisco juan javier carlos jesús jesus alejandro miguel rafael pedro pablo ángel
+angel sergio fernando jorge luis alberto álvaro alvaro diego adrián adrian raúl raul enrique ramón ramon
+vicente joaquín joaquin andrés andres iván ivan rubén ruben óscar oscar gonzalo mateo hugo martín
+martin carmen pilar isabel dolores lucía lucia cristina marta elena rosa mercedes laura sofía sofia paula
+beatriz raquel silvia patricia rocío rocio montserrat nuria teresa alba inmaculada concepción concepcion
+giuseppe giovanni antonio mario luigi francesco angelo vincenzo pietro salvatore carlo franco domenico bruno
+paolo michele giorgio aldo sergio luciano marco stefano andrea alessandro lorenzo matteo leonardo riccardo
+davide simone federico gabriele emanuele tommaso edoardo filippo giacomo
+giulia francesca chiara sara alessia martina federica valentina elisa silvia paola giovanna rosa anna
+lucia angela teresa giuseppina maria antonella roberta daniela simona laura serena ilaria alessandra
+jan pieter johannes hendrik cornelis willem gerrit jacobus dirk bram daan sem lars thijs ruben bas joost
+sander wouter maarten jeroen niels koen stijn floris
+anna emma julia sophie eva fleur lotte sanne femke anouk lieke iris noor tess saar maud
+mohamed mohammed muhammad ahmed ali omar youssef yusuf karim farid rachid mehdi samir nabil hamza ibrahim
+mustafa hassan hussein khalid tariq bilal amine yassine ayoub sofiane walid
+fatima aïcha aicha karima khadija amina leila leïla nadia samira yasmine yasmina salma meriem nour sana rania
+wei li ming jun hao xin yan hui jing lei chen hiroshi takeshi kenji yuki haruto sakura yui
+raj rahul amit priya anjali deepak sanjay vikram arjun ananya neha pooja sunita
+dmitri sergei alexei ivan nikolai olga natalia svetlana irina tatiana ekaterina anastasia
+piotr krzysztof tomasz marek katarzyna agnieszka magdalena małgorzata malgorzata
+lars anders erik magnus nils johan karin ingrid astrid sigrid freja søren soren
+sean liam niamh aoife siobhan ciaran declan eoin padraig
+`
+
+// nameWords is the lookup table: a capitalised word in lower case to its
+// kind. Built once; read only.
+var nameWords = func() map[string]nameKind {
+	m := map[string]nameKind{}
+	for _, w := range strings.Fields(nameStops) {
+		m[w] = nameStop
+	}
+	for _, w := range strings.Fields(nameGivens) {
+		if m[w] == nameNone {
+			m[w] = nameGiven
+		}
+	}
+	for _, w := range strings.Fields(nameTitles) {
+		m[w] = nameTitle
+	}
+	return m
+}()
+
+// nameFilter has bit nameKey(w) set for every ASCII given name and
+// title w: a capitalised word whose bit is clear is passed over without
+// being read or looked up (about 2% of other words have theirs set).
+var nameFilter = func() (t [1 << 10]uint64) {
+	var pad [24]byte
+	for w, k := range nameWords {
+		if k != nameGiven && k != nameTitle {
+			continue
+		}
+		ascii := true
+		for i := 0; i < len(w); i++ {
+			ascii = ascii && isAlpha(w[i])
+		}
+		if !ascii {
+			continue
+		}
+		copy(pad[:], w)
+		pad[len(w)] = ' '
+		if h, end := nameKey(pad[:], 0); end == len(w) {
+			t[h>>6] |= 1 << (h & 63)
+		}
+	}
+	return t
+}()
+
+// nameKey returns a 16-bit hash of the ASCII letters (either case) that
+// start text[i:], read sixteen bytes at a time, and where they end; a
+// run of sixteen letters or more is longer than any given name or title
+// and ends at i+16 with hash 0 (whose filter bit is never set). text must
+// have 16 bytes from i.
+func nameKey(text []byte, i int) (uint32, int) {
+	const ones, fold = 0x0101010101010101, 0x2020202020202020
+	x := binary.LittleEndian.Uint64(text[i:]) | fold
+	nl := ^((x + (0x80-'a')*ones) &^ (x + (0x7f-'z')*ones) &^ x) & (0x80 * ones) // bytes that are not letters
+	if nl != 0 {
+		k := bits.TrailingZeros64(nl) >> 3
+		return uint32((x&(1<<(8*k)-1))*0x9E3779B97F4A7C15>>48) | 1, i + k
+	}
+	x2 := binary.LittleEndian.Uint64(text[i+8:]) | fold
+	nl2 := ^((x2 + (0x80-'a')*ones) &^ (x2 + (0x7f-'z')*ones) &^ x2) & (0x80 * ones)
+	if nl2 == 0 {
+		return 0, i + 16
+	}
+	k := bits.TrailingZeros64(nl2) >> 3
+	return uint32((x*0x9E3779B97F4A7C15^(x2&(1<<(8*k)-1))*0xC2B2AE3D27D4EB4F)>>48) | 1, i + 8 + k
+}
+
+// nameParticles join a given name to a surname in lower case ("van",
+// "de", "d'" is handled by the word reader).
+var nameParticles = map[string]bool{"van": true, "von": true, "de": true, "der": true, "den": true, "da": true, "di": true,
+	"del": true, "della": true, "du": true, "des": true, "la": true, "le": true, "ter": true, "ten": true, "bin": true,
+	"ibn": true, "al": true, "el": true, "dos": true, "das": true, "y": true}
+
+// nameLabels raise a name's confidence when one ends within 24 bytes
+// before it ("Patient: John Smith", "Dear Amélie Fontaine"). They are
+// looked for only around a name found, not by the keyword pass: words
+// such as "name" and "client" are everywhere in prose. Lower case.
+var nameLabels = []string{"name", "nom", "patient", "employee", "salarié", "client", "customer", "signed", "signé",
+	"attn", "dear", "cher", "chère", "born", "née", "contact", "tenant", "applicant", "candidat", "witness"}
+
+func nameDetector() *detector {
+	return &detector{id: "pii.person_name", cat: CategoryPII,
+		desc: "Person name: a title followed by capitalised name words (Dr, Mme, Herr...), or a common given name followed by a surname",
+		mask: maskName}
+}
+
+// nameLabelBefore reports whether a word of nameLabels ends within 24
+// bytes before text[start] (case-insensitive, whole words).
+func nameLabelBefore(text []byte, start int) bool {
+	lo := max(0, start-24)
+	var buf [24]byte
+	win := asciiLowerBytes(buf[:0], text[lo:start])
+	for _, l := range nameLabels {
+		for k := 0; k+len(l) <= len(win); k++ {
+			k2 := bytes.Index(win[k:], []byte(l))
+			if k2 < 0 {
+				break
+			}
+			k += k2
+			end := k + len(l)
+			if (k == 0 && lo == 0 || k > 0 && !isAlpha(win[k-1])) && (end == len(win) || !isAlpha(win[end]) && win[end] < utf8.RuneSelf) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maskName shows each word's first letter: "O. R." for "Oliver Renaud".
+func maskName(dst, v []byte) []byte {
+	start := true
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == ' ':
+			start = true
+		case start:
+			if c >= 0x80 {
+				dst = append(dst, '*')
+			} else {
+				dst = append(dst, c)
+			}
+			dst = append(dst, '.', ' ')
+			start = false
+		}
+	}
+	if n := len(dst); n > 0 && dst[n-1] == ' ' {
+		dst = dst[:n-1]
+	}
+	return dst
+}
+
+// nameStartMask has the high bit set in each byte of x (little-endian:
+// byte 0 is the lowest) that may start a capitalised word: 'A'..'Z' not
+// followed by another ('A'..'Z' in the last byte is kept: its successor
+// is not in x), or 0xC3..0xC5 (the lead bytes of Latin-1 and Latin
+// Extended-A letters), not following an ASCII letter or digit (prev: the
+// high bit set when the byte before x is one). Words in capitals (IBAN,
+// CONFIDENTIAL) do not start names; a name in capitals is found after a
+// title ("M. RENAUD"). Upper-case letters inside words (base64, identifiers,
+// acronyms) are passed over eight bytes at a time. Ranges are tested on
+// the low seven bits with SWAR additions that cannot carry into the next
+// byte. Small enough to be inlined.
+func nameStartMask(x, prev uint64) uint64 {
+	const ones, high = 0x0101010101010101, 0x8080808080808080
+	y := x &^ high
+	f := y | 0x20*ones // ASCII letters folded to lower case
+	word := ((f+(0x80-'a')*ones)&^(f+(0x7f-'z')*ones) | (y+(0x80-'0')*ones)&^(y+(0x7f-'9')*ones)) &^ x
+	upper := (y + (0x80-'A')*ones) &^ (y + (0x7f-'Z')*ones) &^ x & high
+	lead := (y + (0x80-0x43)*ones) &^ (y + (0x7f-0x45)*ones) & x
+	return (upper&^(upper>>8) | lead) &^ (word<<8 | prev) & high
+}
+
+// nameWord is a word read by readNameWord.
+type nameWord struct {
+	start, end int
+	upper      bool // starts with an upper-case letter
+	allUpper   bool // every letter upper case (RENAUD)
+	initial    bool // a single upper-case letter followed by '.' (end includes it)
+}
+
+// letterAt returns the length of the letter at text[i] (1 or 2 bytes, 0 if
+// none) and whether it is upper case. Letters are ASCII and the Latin-1 and
+// Latin Extended-A blocks (U+00C0..U+017F without × and ÷).
+func letterAt(text []byte, i int) (int, bool) {
+	c := text[i]
+	if c < 0x80 {
+		if isAlpha(c) {
+			return 1, isUpper(c)
+		}
+		return 0, false
+	}
+	if i+1 >= len(text) || text[i+1]&0xC0 != 0x80 {
+		return 0, false
+	}
+	c2 := text[i+1]
+	switch c {
+	case 0xC3:
+		if c2 == 0x97 || c2 == 0xB7 {
+			return 0, false
+		}
+		return 2, c2 < 0xA0
+	case 0xC4, 0xC5:
+		// Latin Extended-A alternates upper (even) and lower (odd) case
+		// for most of the block.
+		cp := (rune(c&0x1F) << 6) | rune(c2&0x3F)
+		up := cp%2 == 0
+		if (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E) {
+			up = cp%2 == 1
+		}
+		return 2, up
+	}
+	return 0, false
+}
+
+// readNameWord reads the word starting at text[i] (which must not follow
+// a letter or digit). ok is false if it is not a word of letters.
+func readNameWord(text []byte, i int) (w nameWord, ok bool) {
+	n, up := letterAt(text, i)
+	if n == 0 {
+		return w, false
+	}
+	w = nameWord{start: i, upper: up, allUpper: up}
+	j := i + n
+	letters := 1
+	for j < len(text) && j-i <= 40 {
+		if m, u := letterAt(text, j); m > 0 {
+			w.allUpper = w.allUpper && u
+			letters++
+			j += m
+			continue
+		}
+		c := text[j]
+		if c == '-' && j+1 < len(text) {
+			if m, u := letterAt(text, j+1); m > 0 && u == w.upper {
+				j++
+				continue
+			}
+		}
+		if c == '\'' && j+1 < len(text) {
+			if m, u := letterAt(text, j+1); m > 0 && u {
+				j++
+				continue
+			}
+		}
+		if c == 0xE2 && j+3 < len(text) && text[j+1] == 0x80 && text[j+2] == 0x99 { // ’ (U+2019)
+			if m, u := letterAt(text, j+3); m > 0 && u {
+				j += 3
+				continue
+			}
+		}
+		break
+	}
+	if j-i > 40 || (j < len(text) && (isDigit(text[j]) || text[j] == '_' || text[j] >= utf8.RuneSelf && letterRune(text[j:]))) {
+		return w, false
+	}
+	w.end = j
+	if letters == 1 {
+		w.allUpper = false
+		if up && j < len(text) && text[j] == '.' {
+			w.initial = true
+			w.end = j + 1
+		}
+	}
+	return w, true
+}
+
+// letterRune reports whether b starts with a letter or digit of any script
+// (a name word glued to one is not a name word).
+func letterRune(b []byte) bool {
+	r, _ := utf8.DecodeRune(b)
+	return unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// kind looks a word up in nameWords (lower-cased; a hyphenated given name
+// is a given name when its first part is: Jean-Pierre, Anne-Sophie).
+func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
+	low := lowerName(buf[:0], text[w.start:w.end])
+	k := nameWords[string(low)]
+	if k == nameNone {
+		if h := strings.IndexByte(string(low), '-'); h > 0 {
+			if nameWords[string(low[:h])] == nameGiven {
+				return nameGiven
+			}
+		}
+	}
+	return k
+}
+
+// lowerName lower-cases ASCII and Latin-1 upper-case letters and drops a
+// trailing period.
+func lowerName(dst, v []byte) []byte {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case isUpper(c):
+			c += 0x20
+		case c == 0xC3 && i+1 < len(v) && v[i+1] >= 0x80 && v[i+1] < 0x9F && v[i+1] != 0x97:
+			dst = append(dst, c, v[i+1]+0x20)
+			i++
+			continue
+		}
+		dst = append(dst, c)
+	}
+	if n := len(dst); n > 0 && dst[n-1] == '.' {
+		dst = dst[:n-1]
+	}
+	return dst
+}
+
+// wordStart reports whether text[i] starts a word: it does not follow a
+// letter, digit, '_' or the continuation of a multi-byte character.
+func wordStart(text []byte, i int) bool {
+	if i == 0 {
+		return true
+	}
+	p := text[i-1]
+	if p >= utf8.RuneSelf {
+		r, _ := utf8.DecodeLastRune(text[:i])
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}
+	return !isWordByte(p) && p != '\'' && p != '-' && p != '@' && p != '.' && p != '/'
+}
+
+// nameSep returns the offset of the next word after a separator of one or
+// two spaces or tabs (or a no-break space) at text[i], or -1.
+func nameSep(text []byte, i int) int {
+	j := i
+	for j < len(text) && j-i < 3 {
+		switch {
+		case text[j] == ' ' || text[j] == '\t':
+			j++
+			continue
+		case text[j] == 0xC2 && j+1 < len(text) && text[j+1] == 0xA0:
+			j += 2
+			continue
+		}
+		break
+	}
+	if j == i || j-i > 2 || j >= len(text) {
+		return -1
+	}
+	return j
+}
+
+// nameCandidates is the part of anchors' mask for text[i:i+8] (x) that
+// belongs to the name detector: the bytes that may start a capitalised
+// word (nameStartMask). anchors calls it only for blocks with a capital
+// (anchorCapsMask).
+func nameCandidates(text []byte, i int, x uint64) uint64 {
+	var prev uint64
+	if i > 0 && isAlnum(text[i-1]) {
+		prev = 0x80
+	}
+	return nameStartMask(x, prev)
+}
+
+// nameAt looks for a person name starting at text[i] (see the comment at
+// the top of the file) and returns where anchors goes on.
+func (st *scanState) nameAt(i int) int {
+	text := st.text
+	n := len(text)
+	c := text[i]
+	if !isUpper(c) && (c < 0xC3 || c > 0xC5) || i+1 < n && (isUpper(c) && isUpper(text[i+1]) || c == 0xC3 && text[i+1] >= 0xA0) || !wordStart(text, i) {
+		return i + 1
+	}
+	if isUpper(c) && i+16 <= n {
+		// An ASCII word ending in a plain byte is read and looked up
+		// only if its bit in nameFilter is set.
+		h, j := nameKey(text, i)
+		if h == 0 {
+			return j // longer than any given name or title
+		}
+		if e := text[j]; e < utf8.RuneSelf && e != '-' && e != '\'' && (nameFilter[h>>6]&(1<<(h&63)) == 0 || isDigit(e) || e == '_') {
+			return j
+		}
+	}
+	w, ok := readNameWord(text, i)
+	if !ok || !w.upper {
+		return max(i+1, w.end)
+	}
+	var buf [48]byte
+	switch w.kind(text, &buf) {
+	case nameTitle:
+		return st.nameAfterTitle(st.s.names, w, &buf)
+	case nameGiven:
+		return st.nameFromGiven(st.s.names, w, &buf)
+	}
+	return w.end
+}
+
+// namePart reads the name word after the separator at text[i]: a
+// capitalised word that is not a stop word or title, or an initial.
+// Lower-case particles (van, de...) before it are taken with it.
+func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
+	text := st.text
+	from := -1 // where the particles start
+	for p := 0; p < 3; p++ {
+		j := nameSep(text, i)
+		if j < 0 {
+			return nameWord{}, false
+		}
+		w, ok := readNameWord(text, j)
+		if !ok {
+			return nameWord{}, false
+		}
+		if !w.upper {
+			// d'Estaing: a lower-case d' joined to a capitalised word.
+			if w.end-w.start > 2 && text[w.start] == 'd' && text[w.start+1] == '\'' {
+				if from < 0 {
+					from = w.start
+				}
+				return nameWord{start: from, end: w.end, upper: true}, true
+			}
+			if !nameParticles[string(text[w.start:w.end])] {
+				return nameWord{}, false
+			}
+			if from < 0 {
+				from = w.start
+			}
+			i = w.end
+			continue
+		}
+		if w.initial {
+			return w, from < 0
+		}
+		if w.end-w.start == 1 {
+			return nameWord{}, false // a lone capital: Gen Z, Plan B
+		}
+		if k := w.kind(text, buf); k == nameStop || k == nameTitle {
+			return nameWord{}, false
+		}
+		if from >= 0 {
+			w.start = from
+		}
+		return w, true
+	}
+	return nameWord{}, false
+}
+
+// nameAfterTitle reports the name words after a title; it returns where
+// the scan goes on.
+func (st *scanState) nameAfterTitle(d *detector, t nameWord, buf *[48]byte) int {
+	if t.end-t.start == 1 {
+		return t.end // M without its period is not Monsieur
+	}
+	after := t.end
+	if after < len(st.text) && st.text[after] == '.' {
+		after++
+	}
+	first, ok := st.namePart(after, buf)
+	if !ok {
+		return t.end
+	}
+	last := first
+	for k := 0; k < 2; k++ {
+		w, ok := st.namePart(last.end, buf)
+		if !ok {
+			break
+		}
+		last = w
+	}
+	if last.initial {
+		return last.end // "Dr J." alone is not a name
+	}
+	st.emitName(d, first.start, last.end, 0.85)
+	return last.end
+}
+
+// nameFromGiven reports a given name followed by a surname; it returns
+// where the scan goes on.
+func (st *scanState) nameFromGiven(d *detector, g nameWord, buf *[48]byte) int {
+	w, ok := st.namePart(g.end, buf)
+	if !ok {
+		return g.end
+	}
+	last := w
+	if w2, ok := st.namePart(w.end, buf); ok && !w2.initial {
+		last = w2
+	}
+	if last.initial {
+		return last.end
+	}
+	st.emitName(d, g.start, last.end, 0.7)
+	return last.end
+}
+
+// emitName records text[start:end] as a name: normalised to lower case
+// with single spaces.
+func (st *scanState) emitName(d *detector, start, end int, conf float64) {
+	var buf [192]byte
+	norm := buf[:0]
+	space := false
+	for i := start; i < end; i++ {
+		c := st.text[i]
+		switch {
+		case c == ' ' || c == '\t':
+			space = true
+			continue
+		case c == 0xC2 && i+1 < end && st.text[i+1] == 0xA0:
+			space = true
+			i++
+			continue
+		}
+		if space {
+			norm = append(norm, ' ')
+			space = false
+		}
+		norm = append(norm, c)
+	}
+	var low [192]byte
+	if nameLabelBefore(st.text, start) {
+		conf += 0.15
+	}
+	st.emit(d.idx, start, end, conf, lowerName(low[:0], norm), d.mask)
+}
