@@ -265,7 +265,12 @@ func (st *scanState) anchors() {
 			x := binary.LittleEndian.Uint64(text[i:])
 			m, caps := anchorCapsMask(x)
 			if names && caps != 0 {
-				m |= nameCandidates(text, i, x)
+				// Capitals that may start a person name (nameAt).
+				var prev uint64
+				if i > 0 && isAlnum(text[i-1]) {
+					prev = 0x80
+				}
+				m |= nameStartMask(x, prev)
 			}
 			if m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
@@ -330,7 +335,8 @@ func anchorMask(x uint64) uint64 {
 
 // anchorCapsMask returns anchorMask(x), and a mask that is zero when x
 // has no byte in 'A'..'Z' nor 0xC3..0xFF (no capital that may start a
-// name: nameCandidates need not look). The two share their first sum.
+// name: nameStartMask need not be computed). The two share their first
+// sum.
 func anchorCapsMask(x uint64) (uint64, uint64) {
 	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	y := x & low7

@@ -467,18 +467,6 @@ func nameSep(text []byte, i int) int {
 	return j
 }
 
-// nameCandidates is the part of anchors' mask for text[i:i+8] (x) that
-// belongs to the name detector: the bytes that may start a capitalised
-// word (nameStartMask). anchors calls it only for blocks with a capital
-// (anchorCapsMask).
-func nameCandidates(text []byte, i int, x uint64) uint64 {
-	var prev uint64
-	if i > 0 && isAlnum(text[i-1]) {
-		prev = 0x80
-	}
-	return nameStartMask(x, prev)
-}
-
 // nameAt looks for a person name starting at text[i] (see the comment at
 // the top of the file) and returns where anchors goes on.
 func (st *scanState) nameAt(i int) int {
