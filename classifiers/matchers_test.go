@@ -188,6 +188,66 @@ func TestAnchorMask(t *testing.T) {
 	}
 }
 
+// TestNameMasks checks anchorCapsMask and nameStartMask against byte
+// loops, on every byte value at every position among fillers and on
+// random words (a name-start bit must be exact: a missed one loses a name).
+func TestNameMasks(t *testing.T) {
+	isWord := func(b byte) bool { return b < 0x80 && isAlnum(b) }
+	naive := func(w [8]byte, prevWord bool) (anchors, caps, starts uint64) {
+		for k, b := range w {
+			bit := uint64(0x80) << (8 * k)
+			if b >= '0' && b <= '@' {
+				anchors |= bit
+			}
+			if isUpper(b) || b >= 0xC3 {
+				caps |= bit
+			}
+			before := prevWord
+			if k > 0 {
+				before = isWord(w[k-1])
+			}
+			upperNext := k < 7 && isUpper(w[k+1])
+			if !before && (isUpper(b) && !upperNext || b >= 0xC3 && b <= 0xC5) {
+				starts |= bit
+			}
+		}
+		return
+	}
+	check := func(w [8]byte) {
+		x := binary.LittleEndian.Uint64(w[:])
+		for _, prev := range []bool{false, true} {
+			a, c, st := naive(w, prev)
+			ga, gc := anchorCapsMask(x)
+			var p uint64
+			if prev {
+				p = 0x80
+			}
+			gs := nameStartMask(x, p)
+			if ga != a || gc != c || gs != st {
+				t.Fatalf("%q (prev word byte %v): anchors %#x caps %#x starts %#x, want %#x, %#x, %#x", w[:], prev, ga, gc, gs, a, c, st)
+			}
+		}
+	}
+	for _, filler := range []byte{0, ' ', '-', '0', '@', 'A', 'Z', 'a', 'z', 0x7f, 0x80, 0xaf, 0xc3, 0xc6, 0xff} {
+		for v := 0; v < 256; v++ {
+			for k := 0; k < 8; k++ {
+				var w [8]byte
+				for i := range w {
+					w[i] = filler
+				}
+				w[k] = byte(v)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 200000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64()&0x7f7f7f7f7f7f7f7f|r.Uint64()&r.Uint64()&0x8080808080808080)
+		check(w)
+	}
+}
+
 // TestGateMasks checks that the gate masks pick exactly the numeric
 // detectors candShape.skips keeps, for random shapes (consistent or not).
 func TestGateMasks(t *testing.T) {

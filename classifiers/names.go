@@ -26,9 +26,10 @@ import (
 // words, offices and job titles, institutions) are never name words, so
 // "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager" and
 // "the Christian Democratic Party" are not names; a title may follow a
-// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names that are also everyday English words (Will, May, Mark,
-// Grace...) are not in the list, so they need a title. A lone given name is
-// not reported: it identifies no one.
+// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names
+// that are also everyday English words (Will, May, Mark, Grace...) are not
+// in the list, so they need a title. A lone given name is not reported:
+// it identifies no one.
 //
 // The value hashed is the name in lower case with single spaces, so the same
 // name written with a title, without one, or in capitals has one hash.
