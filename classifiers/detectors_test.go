@@ -308,6 +308,8 @@ func TestDetectors(t *testing.T) {
 			{"arabic given name in french", "Patient: Karima Benali, NIR", "Karima Benali"},
 			{"french given name", "Case handled by Ulysse Carpentier, disputes team", "Ulysse Carpentier"},
 			{"lone given name", "Thanks, Hugo.", ""},
+			{"placeholder name", "Name: John Doe, born 1 January 1970", ""},
+			{"placeholder after a title", "Herr Max Mustermann, Musterstraße 1", ""},
 			{"office after a title", "Monsieur le Directeur, veuillez agréer", ""},
 			{"office after a title, english", "Dear Mr President, members of the board", ""},
 			{"senior, not señor", "Sr. Manager, Payments", ""},
@@ -392,6 +394,7 @@ func TestIncludeReserved(t *testing.T) {
 		"pii.credit_card":          "4111 1111 1111 1111",
 		"secret.aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
 		"pii.ip_address":           "203.0.113.7",
+		"pii.person_name":          "Signed: John Q. Public",
 	} {
 		if got := scanFor(t, s, id, text); len(got) != 1 {
 			t.Errorf("%s: IncludeReserved: got %q in %q", id, got, text)

@@ -622,8 +622,20 @@ func (st *scanState) emitName(d *detector, start, end int, conf float64) {
 		norm = append(norm, c)
 	}
 	var low [192]byte
+	key := lowerName(low[:0], norm)
+	if !st.s.includeReserved && reservedNames[string(key)] {
+		return
+	}
 	if nameLabelBefore(st.text, start) {
 		conf += 0.15
 	}
-	st.emit(d.idx, start, end, conf, lowerName(low[:0], norm), d.mask)
+	st.emit(d.idx, start, end, conf, key, d.mask)
 }
+
+// reservedNames are the names forms and manuals use for nobody in
+// particular (John Doe, the German Max Mustermann, the British Joe
+// Bloggs...): reported only with IncludeReserved, like example.com.
+// Lower case, as emitName normalises.
+var reservedNames = map[string]bool{"john doe": true, "jane doe": true, "richard roe": true, "jane roe": true,
+	"john q. public": true, "joe bloggs": true, "fred bloggs": true, "max mustermann": true,
+	"erika mustermann": true, "otto normalverbraucher": true, "jan modaal": true}
