@@ -116,12 +116,12 @@ func (f *streamFilter) step() {
 		f.cutGuard("stream", perr)
 		return
 	}
-	f.track(se)
+	se.Fold(&f.end) // the metadata the verifier gets at the end
 	modified := false
 	if f.x.stripUsage {
 		if se.UsageOnly() {
 			// Asked for by the guard, not by the caller: verified
-			// (track) but not delivered.
+			// (folded into the end above) but not delivered.
 			f.release(false)
 			return
 		}
@@ -215,34 +215,6 @@ func sortedChannels(m map[string]string) []string {
 		}
 	}
 	return out
-}
-
-// track keeps the metadata the verifier gets at the end.
-func (f *streamFilter) track(se *wire.StreamEvent) {
-	if se.ID != "" && (len(f.end.IDs) == 0 || f.end.IDs[len(f.end.IDs)-1] != se.ID) {
-		known := false
-		for _, id := range f.end.IDs {
-			known = known || id == se.ID
-		}
-		if !known {
-			f.end.IDs = append(f.end.IDs, se.ID)
-		}
-	}
-	if se.Model != "" {
-		f.end.Model = se.Model
-	}
-	if se.FinishReason != "" {
-		f.end.FinishReason = se.FinishReason
-	}
-	if se.Usage.Present {
-		f.end.HasUsage = true
-		if se.Usage.PromptTokens > 0 {
-			f.end.PromptTokens = se.Usage.PromptTokens
-		}
-		if se.Usage.CompletionTokens > 0 {
-			f.end.CompletionTokens = se.Usage.CompletionTokens
-		}
-	}
 }
 
 // flush releases the held-back text of channel ch as an event synthesized

@@ -112,7 +112,6 @@ func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, erro
 	rd := sse.NewReader(bytes.NewReader(data))
 	cr := &capturedResponse{}
 	var b strings.Builder
-	seen := map[string]bool{}
 	done, events := false, 0
 	for {
 		ev, err := rd.Next()
@@ -127,21 +126,7 @@ func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, erro
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", events, err)
 		}
-		if se.ID != "" && !seen[se.ID] {
-			seen[se.ID] = true
-			cr.end.IDs = append(cr.end.IDs, se.ID)
-		}
-		if se.Model != "" {
-			cr.end.Model = se.Model
-		}
-		if se.FinishReason != "" {
-			cr.end.FinishReason = se.FinishReason
-		}
-		if se.Usage.Present {
-			cr.end.HasUsage = true
-			cr.end.PromptTokens = max(cr.end.PromptTokens, se.Usage.PromptTokens)
-			cr.end.CompletionTokens = max(cr.end.CompletionTokens, se.Usage.CompletionTokens)
-		}
+		se.Fold(&cr.end)
 		for _, s := range se.Segments {
 			if s.Channel != "" {
 				b.WriteString(s.Text)

@@ -3,8 +3,11 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aishield/aishield/sdk/inbound"
 )
 
 // StreamEvent is one parsed event of an OpenAI or Anthropic SSE stream. It is
@@ -32,6 +35,32 @@ type StreamEvent struct {
 	Segments []Segment
 	doc
 	doneMark bool
+}
+
+// Fold adds e's metadata to end, the summary of a stream the verifier gets
+// when it ends: a response ID not seen before, the last model and finish
+// reason, and the last non-zero usage counts (Anthropic reports the prompt
+// in message_start and the completion in message_delta). The guard and
+// `aishield verify` fold a stream with it, so that both judge the same.
+func (e *StreamEvent) Fold(end *inbound.End) {
+	if e.ID != "" && !slices.Contains(end.IDs, e.ID) {
+		end.IDs = append(end.IDs, e.ID)
+	}
+	if e.Model != "" {
+		end.Model = e.Model
+	}
+	if e.FinishReason != "" {
+		end.FinishReason = e.FinishReason
+	}
+	if e.Usage.Present {
+		end.HasUsage = true
+		if e.Usage.PromptTokens > 0 {
+			end.PromptTokens = e.Usage.PromptTokens
+		}
+		if e.Usage.CompletionTokens > 0 {
+			end.CompletionTokens = e.Usage.CompletionTokens
+		}
+	}
 }
 
 // ParseStreamEvent parses the data of one SSE event; eventType is the SSE
