@@ -221,7 +221,55 @@ var nameParticles = map[string]bool{"van": true, "von": true, "de": true, "der":
 // looked for only around a name found, not by the keyword pass: words
 // such as "name" and "client" are everywhere in prose. Lower case.
 var nameLabels = []string{"name", "nom", "patient", "employee", "salarié", "client", "customer", "signed", "signé",
-	"attn", "dear", "cher", "chère", "born", "née", "contact", "tenant", "applicant", "candidat", "witness"}
+	"attn", "dear", "cher", "chère", "born", "née", "contact", "tenant", "applicant", "candidat", "candidate", "witness"}
+
+// nameFields are form labels that say the next words are a person's name
+// ("Employee: Jordan Lee", "Nom : DUPONT Jean" is not, it is surname
+// first): after one of them and a colon, two capitalised name words are a
+// name even when the first is not in the given-name list. Lower case.
+var nameFields = map[string]bool{"name": true, "full name": true, "nom": true, "nom complet": true, "patient": true,
+	"employee": true, "salarié": true, "salariée": true, "candidate": true, "candidat": true, "candidate name": true,
+	"applicant": true, "tenant": true, "locataire": true, "witness": true, "témoin": true, "attn": true,
+	"signed": true, "signé": true, "signée": true, "signed by": true, "signé par": true, "author": true, "auteur": true,
+	"customer": true, "customer name": true, "contact": true, "contact name": true, "beneficiary": true, "bénéficiaire": true}
+
+// afterNameField reports whether text[i] follows a nameFields label and
+// its colon ("Employee: ", "Nom : "), case-insensitively.
+func afterNameField(text []byte, i int) bool {
+	j := i
+	for k := 0; k < 2 && j > 0 && (text[j-1] == ' ' || text[j-1] == '\t'); k++ {
+		j--
+	}
+	if j == 0 || text[j-1] != ':' {
+		return false
+	}
+	j--
+	if j > 0 && text[j-1] == ' ' {
+		j-- // "Nom : "
+	}
+	lo := max(0, j-16)
+	var buf [16]byte
+	label := lowerName(buf[:0], text[lo:j])
+	// The label is the last one or two words before the colon.
+	for sp, k := 0, len(label)-1; k >= 0; k-- {
+		if c := label[k]; c == ' ' {
+			if sp++; sp == 2 {
+				label = label[k+1:]
+				break
+			}
+		} else if c < utf8.RuneSelf && !isAlpha(c) {
+			label = label[k+1:]
+			break
+		}
+	}
+	if nameFields[string(label)] {
+		return true
+	}
+	if sp := bytes.LastIndexByte(label, ' '); sp >= 0 {
+		return nameFields[string(label[sp+1:])]
+	}
+	return false
+}
 
 func nameDetector() *detector {
 	return &detector{id: "pii.person_name", cat: CategoryPII,
@@ -484,8 +532,10 @@ func (st *scanState) nameAt(i int) int {
 		if h == 0 {
 			return j // longer than any given name or title
 		}
-		if e := text[j]; e < utf8.RuneSelf && e != '-' && e != '\'' && (nameFilter[h>>6]&(1<<(h&63)) == 0 || isDigit(e) || e == '_') {
-			return j
+		if e := text[j]; e < utf8.RuneSelf && e != '-' && e != '\'' {
+			if isDigit(e) || e == '_' || nameFilter[h>>6]&(1<<(h&63)) == 0 && !afterNameField(text, i) {
+				return j
+			}
 		}
 	}
 	w, ok := readNameWord(text, i)
@@ -493,10 +543,10 @@ func (st *scanState) nameAt(i int) int {
 		return max(i+1, w.end)
 	}
 	var buf [48]byte
-	switch w.kind(text, &buf) {
-	case nameTitle:
+	switch k := w.kind(text, &buf); {
+	case k == nameTitle:
 		return st.nameAfterTitle(st.s.names, w, &buf)
-	case nameGiven:
+	case k == nameGiven, k == nameNone && afterNameField(text, i):
 		return st.nameFromGiven(st.s.names, w, &buf)
 	}
 	return w.end
