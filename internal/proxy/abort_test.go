@@ -17,6 +17,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/sdk/verify"
@@ -127,6 +128,36 @@ func debugRecord(t testing.TB, base string, n int) pagedcache.RequestRecord {
 	return pagedcache.RequestRecord{}
 }
 
+// sharedValues returns the detectors of the sensitive values of doc (all
+// built-in detectors, reserved examples included) found in answer.
+func sharedValues(t testing.TB, doc, answer string) []string {
+	t.Helper()
+	s, err := classifiers.New(classifiers.Options{HashKey: []byte("abort-test"), IncludeReserved: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mine, err := s.ScanString(ctx, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, f := range mine {
+		held[f.Hash] = true
+	}
+	got, err := s.ScanString(ctx, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range got {
+		if held[f.Hash] {
+			out = append(out, f.Detector)
+		}
+	}
+	return out
+}
+
 var placeholderRE = regexp.MustCompile(`\[\[[A-Z0-9_]+_[0-9a-f]{6,}\]\]`)
 
 // TestProxyAbortReuseRace really sends an aborted request: tenant A's
@@ -153,7 +184,9 @@ var placeholderRE = regexp.MustCompile(`\[\[[A-Z0-9_]+_[0-9a-f]{6,}\]\]`)
 // 12 tokens at a time) of A's prose, with no value, placeholder or canary
 // in them: shorter shared phrases are common between unrelated texts, so
 // they are not evidence, by design. Those are counted and logged, not
-// hidden. In the correct server mode, the same traffic gives B a clean
+// hidden; and each must hold none of A's sensitive values (every
+// built-in detector, names included): those left A's exchange as
+// placeholders, so only A's ordinary prose can come back. In the correct server mode, the same traffic gives B a clean
 // answer, delivered.
 func TestProxyAbortReuseRace(t *testing.T) {
 	var caught, missed, contaminated int
@@ -271,6 +304,16 @@ func abortRun(t *testing.T, name string, seed uint64, sc *demo.Scenario, a, b de
 	if err == nil {
 		if len(must) > 0 {
 			t.Errorf("%s: B's answer quoting A's request (%v) was delivered: %.160q", name, must, text)
+		}
+		// What is delivered holds none of A's sensitive values: they left
+		// A's exchange as placeholders (names included), and a quoted
+		// placeholder or canary is refused above.
+		docA := a.System + "\n\n" + a.User
+		if len(sharedValues(t, docA, docA)) == 0 {
+			t.Fatalf("%s: A's document holds no sensitive value to look for", name)
+		}
+		if leaked := sharedValues(t, docA, raw); len(leaked) > 0 {
+			t.Errorf("%s: B's delivered answer carries %d of A's sensitive values (%v)", name, len(leaked), leaked)
 		}
 		t.Logf("%s: delivered, %d late-written slots read; longest run shared with A's request %d bytes: %.120q",
 			name, rec.LateWritesLanded, run, raw)
