@@ -277,24 +277,35 @@ func nameDetector() *detector {
 		mask: maskName}
 }
 
-// nameLabelBefore reports whether a word of nameLabels ends within 24
-// bytes before text[start] (case-insensitive, whole words).
+// nameLabelSet is nameLabels as a set.
+var nameLabelSet = func() map[string]bool {
+	m := make(map[string]bool, len(nameLabels))
+	for _, l := range nameLabels {
+		m[l] = true
+	}
+	return m
+}()
+
+// nameLabelBefore reports whether a word of nameLabels lies whole within
+// the 24 bytes before text[start] (ASCII case-insensitive).
 func nameLabelBefore(text []byte, start int) bool {
+	letter := func(b byte) bool { return isAlpha(b) || b >= utf8.RuneSelf }
 	lo := max(0, start-24)
 	var buf [24]byte
 	win := asciiLowerBytes(buf[:0], text[lo:start])
-	for _, l := range nameLabels {
-		for k := 0; k+len(l) <= len(win); k++ {
-			k2 := bytes.Index(win[k:], []byte(l))
-			if k2 < 0 {
-				break
-			}
-			k += k2
-			end := k + len(l)
-			if (k == 0 && lo == 0 || k > 0 && !isAlpha(win[k-1])) && (end == len(win) || !isAlpha(win[end]) && win[end] < utf8.RuneSelf) {
-				return true
-			}
+	for k := 0; k < len(win); {
+		if !letter(win[k]) {
+			k++
+			continue
 		}
+		e := k
+		for e < len(win) && letter(win[e]) {
+			e++
+		}
+		if (k > 0 || lo == 0 || !letter(text[lo-1])) && nameLabelSet[string(win[k:e])] {
+			return true
+		}
+		k = e
 	}
 	return false
 }
