@@ -70,6 +70,8 @@ jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun
 janvier février fevrier mars avril mai juin juillet août aout septembre octobre novembre décembre decembre
 north south east west northern southern eastern western new old great saint sainte san santa
 ceo cfo cto coo vp hr it pr qa api faq usa uk eu un nato ok re fw fwd cc bcc ps nb
+iban bic swift siren siret nir ssn tlp rib urgent note nota objet subject ref confidential confidentiel secret draft
+brouillon copie copy annexe total todo fixme warning attention important
 president chairman chairwoman chairperson chair director minister mayor speaker secretary governor ambassador
 commissioner chancellor senator rector sheriff captain colonel general sergeant officer manager engineer
 developer analyst consultant executive assistant administrator software senior junior vice chief
@@ -646,6 +648,11 @@ func (st *scanState) nameAfterTitle(d *detector, t nameWord, buf *[48]byte) int 
 func (st *scanState) nameFromGiven(d *detector, g nameWord, buf *[48]byte) int {
 	w, ok := st.namePart(g.end, buf)
 	if !ok {
+		// French lists and forms put the surname first, in capitals:
+		// "DUPONT Jean", "Nom : RENAUD Oliver".
+		if k, ok := st.surnameBefore(g.start, buf); ok {
+			st.emitName(d, k, g.end, 0.7)
+		}
 		return g.end
 	}
 	last := w
@@ -657,6 +664,40 @@ func (st *scanState) nameFromGiven(d *detector, g nameWord, buf *[48]byte) int {
 	}
 	st.emitName(d, g.start, last.end, 0.7)
 	return last.end
+}
+
+// surnameBefore returns where a surname in capitals ends right before the
+// given name at text[g] (one space between) starts: three letters or more,
+// all upper case (ASCII or Latin-1), joined by '-' or an apostrophe, at the
+// start of a word, and neither a stop word, a title nor a given name.
+func (st *scanState) surnameBefore(g int, buf *[48]byte) (int, bool) {
+	text := st.text
+	if g < 4 || text[g-1] != ' ' {
+		return 0, false
+	}
+	e := g - 1
+	k := e
+back:
+	for k > 0 && e-k < 40 {
+		c := text[k-1]
+		switch {
+		case isUpper(c):
+			k--
+		case c >= 0x80 && c < 0x9F && c != 0x97 && k >= 2 && text[k-2] == 0xC3:
+			k -= 2
+		case (c == '-' || c == '\'') && k >= 2 && isUpper(text[k-2]) && k < e:
+			k--
+		default:
+			break back
+		}
+	}
+	if e-k < 3 || !isUpper(text[k]) && text[k] != 0xC3 || !wordStart(text, k) {
+		return 0, false
+	}
+	if (nameWord{start: k, end: e}).kind(text, buf) != nameNone {
+		return 0, false
+	}
+	return k, true
 }
 
 // emitName records text[start:end] as a name: normalised to lower case
