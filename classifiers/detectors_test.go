@@ -3,6 +3,8 @@ package classifiers
 import (
 	"context"
 	"encoding/hex"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -453,5 +455,36 @@ func TestNameConfidence(t *testing.T) {
 		if len(fs) != 1 || fs[0].Confidence != c.want {
 			t.Errorf("%q: %+v, want one name at confidence %.2f", c.text, fs, c.want)
 		}
+	}
+}
+
+// TestAllow checks Options.Allow: an allowed value is not reported, in any
+// case or spacing its detector normalises, while other values are; an
+// entry with no value is an error that does not echo it.
+func TestAllow(t *testing.T) {
+	s, err := New(Options{HashKey: []byte("k"), Allow: []string{"support@acme-corp.com", "John Deere Tractors"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Write to SUPPORT@Acme-Corp.com or bob.martin@acme-corp.com about the John  Deere Tractors of Hugo Benali."
+	fs, err := s.ScanString(context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range fs {
+		got = append(got, text[f.Start:f.End])
+	}
+	if want := []string{"bob.martin@acme-corp.com", "Hugo Benali"}; !slices.Equal(got, want) {
+		t.Errorf("found %q, want %q", got, want)
+	}
+	// Positions after a dropped value stay exact.
+	if len(fs) == 2 && (fs[1].Line != 1 || fs[1].Column != strings.Index(text, "Hugo")+1) {
+		t.Errorf("Hugo Benali at %d:%d", fs[1].Line, fs[1].Column)
+	}
+	_, err = New(Options{Allow: []string{"nothing sensitive in this secret-free line"}})
+	var re *RuleError
+	if !errors.As(err, &re) || re.Rule != "allow[0]" || strings.Contains(err.Error(), "secret-free") {
+		t.Errorf("empty allow entry: %v", err)
 	}
 }

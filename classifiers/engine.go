@@ -191,7 +191,14 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	for i := range raw {
 		if r := &raw[i]; int(r.start) >= acceptLo && int(r.start) < acceptHi {
 			r.hAt = st.hashNorm(r)
+			if s.allowed != nil && s.allowed[allowKey{r.who, string(st.arena[r.hAt : r.hAt+2*hashBytes])}] {
+				r.hAt = -1 // an allowed value: not reported
+				n--
+			}
 		}
+	}
+	if n == 0 {
+		return nil, st.err
 	}
 	arena := string(st.arena)
 	// Fields are set in place: building a Finding and copying it in
@@ -200,7 +207,7 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	out := make([]Finding, n)
 	k := 0
 	for _, r := range raw {
-		if int(r.start) < acceptLo || int(r.start) >= acceptHi {
+		if int(r.start) < acceptLo || int(r.start) >= acceptHi || r.hAt < 0 {
 			continue
 		}
 		f := &out[k]

@@ -38,6 +38,13 @@ type Options struct {
 	// MatchTimeout bounds every regexp2 match of a custom pattern; the
 	// default is 100ms.
 	MatchTimeout time.Duration
+	// Allow lists values the organisation publishes or that are not
+	// sensitive in its context (a support address, a product named after
+	// a person, a public officer's name): New scans each entry, and a
+	// finding with the same detector and the same normalised value (so the
+	// same hash: case, spacing and separators aside) is never reported.
+	// An entry in which no enabled detector finds a value is an error.
+	Allow []string
 }
 
 // DefaultMatchTimeout is the per-match timeout of custom patterns when
@@ -51,8 +58,9 @@ type DetectorInfo struct {
 	Description string
 }
 
-// RuleError reports a custom rule (or detector selection) that cannot be
-// compiled. Rule names the rule; the error never contains scanned text.
+// RuleError reports a custom rule (or detector selection, or Allow entry:
+// Rule "allow[i]") that cannot be compiled. Rule names the rule; the error
+// never contains scanned text nor an Allow entry.
 type RuleError struct {
 	Rule string
 	Err  error
@@ -103,6 +111,14 @@ type Scanner struct {
 	states          sync.Pool // *scanState, see getState
 	entropy         entropyTable
 	ovClass         []uint8 // per who (see rawFinding): overlapClass of its category
+	allowed         map[allowKey]bool
+}
+
+// allowKey is an allowed value: its detector (a rawFinding's who) and the
+// hex hash of its normalised value.
+type allowKey struct {
+	who  int32
+	hash string
 }
 
 // acRef says what an Aho-Corasick pattern means: a trigger or a context word
@@ -217,7 +233,40 @@ func New(opts Options) (*Scanner, error) {
 	for range s.custom {
 		s.ovClass = append(s.ovClass, overlapClass(CategoryCustom))
 	}
+	if len(opts.Allow) > 0 {
+		allowed := map[allowKey]bool{}
+		for i, a := range opts.Allow {
+			fs, err := s.ScanString(context.Background(), a)
+			if err != nil {
+				return nil, &RuleError{Rule: fmt.Sprintf("allow[%d]", i), Err: err}
+			}
+			if len(fs) == 0 {
+				// The entry is not echoed: it may be a value the caller
+				// keeps out of logs.
+				return nil, &RuleError{Rule: fmt.Sprintf("allow[%d]", i), Err: errors.New("no enabled detector finds a value in it")}
+			}
+			for _, f := range fs {
+				allowed[allowKey{s.who(f.Detector), f.Hash}] = true
+			}
+		}
+		s.allowed = allowed
+	}
 	return s, nil
+}
+
+// who returns the rawFinding index of a detector or custom rule ID.
+func (s *Scanner) who(id string) int32 {
+	for i, d := range s.dets {
+		if d.id == id {
+			return int32(i)
+		}
+	}
+	for i, c := range s.custom {
+		if c.id == id {
+			return int32(len(s.dets) + i)
+		}
+	}
+	return -1
 }
 
 // Builtins lists every built-in detector, in a stable order.

@@ -23,6 +23,7 @@ func (p *Policy) NewScanner(hashKey []byte) (*classifiers.Scanner, error) {
 		Detectors:       p.Detectors,
 		IncludeReserved: p.IncludeReserved,
 		MatchTimeout:    p.MatchTimeout,
+		Allow:           p.Allow,
 	})
 }
 

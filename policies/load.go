@@ -65,6 +65,7 @@ type rawScan struct {
 	Detectors       []string `mapstructure:"detectors"`
 	IncludeReserved bool     `mapstructure:"include_reserved"`
 	MatchTimeout    string   `mapstructure:"match_timeout"`
+	Allow           []string `mapstructure:"allow"`
 }
 
 type rawDestination struct {
@@ -446,6 +447,12 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	}
 	p.Detectors = raw.Scan.Detectors
 	p.MatchTimeout = t.duration("scan.match_timeout", raw.Scan.MatchTimeout)
+	for j, a := range raw.Scan.Allow {
+		if strings.TrimSpace(a) == "" {
+			t.add(fmt.Sprintf("scan.allow[%d]", j), "invalid-value", "an allow entry is a value, not an empty string")
+		}
+	}
+	p.Allow = raw.Scan.Allow
 
 	// Destinations.
 	names := map[string]string{}
@@ -536,7 +543,7 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 
 	// Compile the custom rules the way the scanner will, so pattern errors
 	// surface now and name the rule and the file.
-	if len(t.problems) == 0 && (len(p.Custom) > 0 || len(p.Detectors) > 0) {
+	if len(t.problems) == 0 && (len(p.Custom) > 0 || len(p.Detectors) > 0 || len(p.Allow) > 0) {
 		if _, err := p.NewScanner(nil); err != nil {
 			var re *classifiers.RuleError
 			field, code := "custom", "bad-pattern"
@@ -553,6 +560,9 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 					if sel == re.Rule {
 						field, code = fmt.Sprintf("scan.detectors[%d]", i), "unknown-detector"
 					}
+				}
+				if strings.HasPrefix(re.Rule, "allow[") {
+					field, code = "scan."+re.Rule, "allow-finds-nothing"
 				}
 				t.add(field, code, "%s: %v", re.Rule, re.Err)
 			} else {

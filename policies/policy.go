@@ -98,6 +98,10 @@ type Policy struct {
 	// IncludeReserved reports reserved example values (RFC 2606 domains,
 	// documented test numbers) too.
 	IncludeReserved bool
+	// Allow lists values never reported by the policy's scanners, outbound
+	// or inbound (scan.allow; classifiers.Options.Allow): addresses and
+	// names the organisation publishes, products named after people.
+	Allow []string
 	// MatchTimeout bounds each regexp2 match of a custom pattern; 0 leaves
 	// the classifiers default.
 	MatchTimeout time.Duration
