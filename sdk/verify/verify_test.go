@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -330,5 +331,29 @@ func TestSourcedNames(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestScannerAllow: a value the scanner allows (classifiers.Options.Allow,
+// a policy's scan.allow) is never foreign, even when another exchange's
+// request carried it; other values still are.
+func TestScannerAllow(t *testing.T) {
+	ctx := context.Background()
+	sc, err := classifiers.New(classifiers.Options{HashKey: testKey, Allow: []string{"Dr Oliver Renaud", "help@globex-industries.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newTestVerifier(t, Options{Scanner: sc})
+	other := &inbound.Exchange{ID: "ex-other", Texts: []string{"Patient: Amélie Fontaine; see Dr Oliver Renaud."}}
+	if _, err := v.Check(ctx, other, "Noted.", inbound.End{}); err != nil {
+		t.Fatal(err)
+	}
+	vd, err := v.Check(ctx, &inbound.Exchange{ID: "ex-1", Texts: []string{"Who do I ask about the heating contract?"}},
+		"Ask Oliver Renaud or HELP@globex-industries.com; Amélie Fontaine also knows.", inbound.End{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vd.Signals) != 1 || vd.Signals[0].Preview != "A. F." || !slices.Equal(vd.Signals[0].Sources, []string{"ex-other"}) {
+		t.Errorf("signals %+v, want only Amélie Fontaine's, from ex-other", vd.Signals)
 	}
 }
