@@ -80,7 +80,11 @@ préfet préfète procureur procureure juge bâtonnier greffier conseiller conse
 präsident direktor bürgermeister presidente director directora ministro ministra alcalde alcaldesa direttore sindaco
 med sc phd msc bsc mba
 party parti state laboratories laboratory laboratoire laboratoires falls democratic democrat republican union church
-cathedral museum library stadium theatre theater fund trust capital ventures press times news journal prize award`
+cathedral museum library stadium theatre theater fund trust capital ventures press times news journal prize award
+river garden gardens line lines film films pictures studio studios records productions games jacket jackets gems
+language programming island islands lake bay valley hill hills mountain mountains beach coast forest sea ocean
+canyon creek springs lodge hotel hotels restaurant cafe café bar grill pizza kitchen bakery brasserie boutique
+airlines airways motors cars foods wines spirits fashion cosmetics jewelry pharma labs festival show tour cup`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
@@ -700,6 +704,36 @@ back:
 	return k, true
 }
 
+// namePlaces are words that make the name after them a place's or an
+// institution's (Rue Victor Hugo, Lycée Marie Curie, Saint Louis). Lower
+// case.
+var namePlaces = map[string]bool{"rue": true, "avenue": true, "av": true, "bd": true, "boulevard": true, "place": true,
+	"quai": true, "cours": true, "allée": true, "impasse": true, "chemin": true, "route": true, "square": true,
+	"collège": true, "college": true, "lycée": true, "école": true, "ecole": true, "hôpital": true, "hopital": true,
+	"clinique": true, "université": true, "universite": true, "gare": true, "stade": true, "parc": true, "pont": true,
+	"institut": true, "fondation": true, "musée": true, "lac": true, "mont": true, "fort": true, "saint": true,
+	"sainte": true, "st": true, "ste": true, "san": true, "santa": true, "são": true, "lake": true, "port": true,
+	"mount": true, "cape": true}
+
+// afterPlaceWord reports whether the word before text[start] (one space
+// or hyphen between) is one of namePlaces.
+func afterPlaceWord(text []byte, start int) bool {
+	j := start
+	if j == 0 || text[j-1] != ' ' && text[j-1] != '-' {
+		return false
+	}
+	j--
+	k := j
+	for k > 0 && j-k < 16 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	if k == j || k > 0 && text[k-1] != ' ' && text[k-1] != '\n' && text[k-1] != '(' && text[k-1] != ',' {
+		return false
+	}
+	var buf [32]byte
+	return namePlaces[string(lowerName(buf[:0], text[k:j]))]
+}
+
 // emitName records text[start:end] as a name: normalised to lower case
 // with single spaces.
 func (st *scanState) emitName(d *detector, start, end int, conf float64) {
@@ -722,6 +756,9 @@ func (st *scanState) emitName(d *detector, start, end int, conf float64) {
 			space = false
 		}
 		norm = append(norm, c)
+	}
+	if afterPlaceWord(st.text, start) {
+		return
 	}
 	var low [192]byte
 	key := lowerName(low[:0], norm)
