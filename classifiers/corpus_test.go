@@ -50,7 +50,50 @@ func corpusInputs() []struct {
 		out = append(out, in{fmt.Sprintf("random%d", seed), randomText(r, 64<<10)})
 	}
 	out = append(out, in{"corrupt-mixed", corrupt(mixedCorpus(64<<10, 9), 9, 0.01)})
+	out = append(out, in{"names", namesCorpus(128 << 10)})
+	for seed := uint64(1); seed <= 2; seed++ {
+		out = append(out, in{fmt.Sprintf("people%d", seed), peopleCorpus(64<<10, seed)})
+		out = append(out, in{fmt.Sprintf("corrupt-people%d", seed), corrupt(peopleCorpus(32<<10, seed+10), seed, 0.01)})
+	}
 	return out
+}
+
+// peopleCorpus is about n bytes of lines that name people, or almost do, in
+// every form the name detector handles or refuses: titles, form labels,
+// surnames first in capitals, particles, accents, places and brands named
+// after people, reserved example names, names in capitals.
+func peopleCorpus(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 31))
+	givens := strings.Fields(nameGivens)
+	surnames := []string{"Renaud", "Fontaine", "van Dijk", "O'Neil", "García", "Müller", "d'Estaing", "Nguyen", "Benali-Martin", "Lefèvre"}
+	upper := func(w string) string { return strings.ToUpper(w[:1]) + w[1:] }
+	var b bytes.Buffer
+	for b.Len() < n {
+		g, sn := upper(givens[r.IntN(len(givens))]), surnames[r.IntN(len(surnames))]
+		switch r.IntN(10) {
+		case 0:
+			fmt.Fprintf(&b, "Réunion avec Mme %s et M. %s demain.\n", sn, strings.ToUpper(sn))
+		case 1:
+			fmt.Fprintf(&b, "Employee: %s %s, start date %d March\n", g, sn, 1+r.IntN(28))
+		case 2:
+			fmt.Fprintf(&b, "Présents : %s %s, %s %s.\n", strings.ToUpper(sn), g, strings.ToUpper(surnames[r.IntN(len(surnames))]), upper(givens[r.IntN(len(givens))]))
+		case 3:
+			fmt.Fprintf(&b, "Dear Dr %s %s, the Elizabeth Line is closed.\n", g, sn)
+		case 4:
+			fmt.Fprintf(&b, "12 rue %s %s, Lycée %s %s, Saint %s\n", g, sn, g, sn, g)
+		case 5:
+			fmt.Fprintf(&b, "Signed: John Doe; witness %s J. %s\n", g, sn)
+		case 6:
+			fmt.Fprintf(&b, "THE %s %s REPORT by %s\n", strings.ToUpper(g), strings.ToUpper(sn), g)
+		case 7:
+			fmt.Fprintf(&b, "Herr Doktor %s und Prof. Dr. %s %s\n", sn, g, sn)
+		case 8:
+			fmt.Fprintf(&b, "%s%s %s2 x%s %s_%s\n", g, sn, g, g, g, sn)
+		default:
+			fmt.Fprintf(&b, "Thanks, %s. See Hugo Street and Victor Inc.\n", g)
+		}
+	}
+	return b.Bytes()[:n]
 }
 
 // denseCorpusSeed is denseCorpus with another seed and more kinds of lines
