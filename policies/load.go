@@ -86,6 +86,7 @@ type rawDestination struct {
 type rawInbound struct {
 	Signals        map[string]string `mapstructure:"signals"`
 	AllowList      []string          `mapstructure:"allow_list"`
+	Sourced        []string          `mapstructure:"sourced"`
 	Canary         bool              `mapstructure:"canary"`
 	FingerprintTTL string            `mapstructure:"fingerprint_ttl"`
 	MaxExchanges   int               `mapstructure:"max_exchanges"`
@@ -498,7 +499,14 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	}
 
 	// Inbound.
-	p.Inbound = Inbound{AllowList: raw.Inbound.AllowList, Canary: raw.Inbound.Canary, MaxExchanges: raw.Inbound.MaxExchanges}
+	p.Inbound = Inbound{AllowList: raw.Inbound.AllowList, Sourced: raw.Inbound.Sourced, Canary: raw.Inbound.Canary, MaxExchanges: raw.Inbound.MaxExchanges}
+	for j, d := range raw.Inbound.Sourced {
+		known := slices.ContainsFunc(classifiers.Builtins(), func(b classifiers.DetectorInfo) bool { return b.ID == d }) ||
+			slices.ContainsFunc(p.Custom, func(c CustomRule) bool { return c.ID == d })
+		if !known {
+			t.add(fmt.Sprintf("inbound.sourced[%d]", j), "unknown-detector", "%q is not a built-in detector ID nor a custom rule's", d)
+		}
+	}
 	p.Inbound.FingerprintTTL = t.duration("inbound.fingerprint_ttl", raw.Inbound.FingerprintTTL)
 	if raw.Inbound.MaxExchanges < 0 {
 		t.add("inbound.max_exchanges", "invalid-value", "max_exchanges may not be negative")

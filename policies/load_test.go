@@ -174,6 +174,9 @@ func TestParseErrors(t *testing.T) {
 		{"audit without path", "levels: [a]\naudit:\n  enabled: true\n", "audit.path", "required", ""},
 		{"bad duration", "levels: [a]\nscan:\n  match_timeout: soon\n", "scan.match_timeout", "invalid-value", ""},
 		{"default with criteria", "levels: [a]\ndefault:\n  provider: openai\n  max_level: a\n", "default", "invalid-value", ""},
+		{"unknown sourced detector", "levels: [a]\ninbound:\n  sourced: [pii.person_name, pii.nickname]\n", "inbound.sourced[1]", "unknown-detector", "pii.nickname"},
+		{"empty allow entry", "levels: [a]\nscan:\n  allow: ['  ']\n", "scan.allow[0]", "invalid-value", ""},
+		{"allow entry without a value", "levels: [a]\nscan:\n  allow: [jane.doe@acme-corp.com, nothing here]\n", "scan.allow[1]", "allow-finds-nothing", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -209,6 +209,10 @@ type Inbound struct {
 	Signals map[string]SignalAction
 	// AllowList holds values and domains never counted as foreign.
 	AllowList []string
+	// Sourced lists the detector IDs whose foreign values are signals only
+	// when another exchange's request carried them (inbound.sourced); empty
+	// leaves the verifier's default (pii.person_name).
+	Sourced []string
 	// Canary places a per-request canary in requests.
 	Canary bool
 	// FingerprintTTL is how long exchanges are remembered for the

@@ -165,8 +165,9 @@ type Options struct {
 	// of theirs is an inbound.foreign_entity signal only when the store
 	// names another exchange whose request carried it, and no more than
 	// MaxDocFreq others did (a value many exchanges sent is common
-	// knowledge, not evidence). nil means [DefaultSourced]; an empty
-	// non-nil slice makes every detector's foreign values signals.
+	// knowledge, not evidence). nil means the policy's inbound.sourced
+	// (Inbound.Sourced) when it lists any, else [DefaultSourced]; an
+	// empty non-nil slice makes every detector's foreign values signals.
 	Sourced []string
 }
 
@@ -255,6 +256,9 @@ func New(opts Options) (*Verifier, error) {
 		}
 	}
 	sourced := opts.Sourced
+	if sourced == nil && len(opts.Inbound.Sourced) > 0 {
+		sourced = opts.Inbound.Sourced
+	}
 	if sourced == nil {
 		sourced = DefaultSourced()
 	}

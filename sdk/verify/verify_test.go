@@ -357,3 +357,20 @@ func TestScannerAllow(t *testing.T) {
 		t.Errorf("signals %+v, want only Amélie Fontaine's, from ex-other", vd.Signals)
 	}
 }
+
+// TestPolicySourced: a policy's inbound.sourced replaces the default list
+// of sourced detectors (verify.Options.Sourced still wins).
+func TestPolicySourced(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVerifier(t, Options{Inbound: policies.Inbound{Sourced: []string{"pii.email"}}})
+	vd, err := v.Check(ctx, &inbound.Exchange{ID: "ex-1", Texts: []string{"Who handles the heating contract?"}},
+		"Ask Oliver Renaud, or write to bob.martin@globex-industries.com.", inbound.End{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The e-mail needs a source now and has none; the name is an ordinary
+	// detector's value and needs none.
+	if len(vd.Signals) != 1 || vd.Signals[0].Detector != "pii.person_name" {
+		t.Errorf("signals %+v, want the name only", vd.Signals)
+	}
+}
