@@ -38,6 +38,9 @@ const (
 	ResultRejected = "rejected"
 	// ResultError: any other failure.
 	ResultError = "error"
+	// ResultAborted: the client gave up during prefill (abort-reuse-race
+	// mode) and the server aborted the request (ground truth).
+	ResultAborted = "aborted"
 )
 
 // Report is the outcome of a demo. It holds no sensitive value: counts,
@@ -83,6 +86,10 @@ type Outcome struct {
 	Label    string `json:"label"`
 	Oversize bool   `json:"oversize,omitempty"`
 	Stream   bool   `json:"stream,omitempty"`
+	// Abort reports that the client gave up during prefill; Aborted that
+	// the server aborted the request (ground truth).
+	Abort   bool `json:"abort,omitempty"`
+	Aborted bool `json:"aborted,omitempty"`
 	// Result is one of the Result* constants.
 	Result string `json:"result"`
 	// Sent reports that the request reached the server; ServerID and
@@ -146,6 +153,9 @@ type Totals struct {
 	// OversizeSent how many of them reached the server.
 	Oversize     int `json:"oversize"`
 	OversizeSent int `json:"oversize_sent"`
+	// Aborted requests were given up by their client during prefill (the
+	// abort-reuse-race fault's trigger); they have no answer.
+	Aborted int `json:"aborted,omitempty"`
 	// Contaminated answers read other requests' pages (ground truth);
 	// Leaked of them reached the caller, Caught were withheld.
 	Contaminated int `json:"contaminated"`
@@ -188,6 +198,8 @@ func totals(os []Outcome) Totals {
 		contaminated := len(o.ForeignTokens) > 0
 		if o.Sent && o.Status == 200 {
 			switch {
+			case o.Aborted:
+				t.Aborted++
 			case contaminated:
 				t.Contaminated++
 			case o.Truncated:
@@ -332,6 +344,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("values redacted (restored in the answers)", func(t Totals) string { return fmt.Sprint(t.Redacted) })
 	row("requests blocked for their content", func(t Totals) string { return fmt.Sprint(t.Blocked) })
 	row("over-capacity requests sent", func(t Totals) string { return fmt.Sprintf("%d of %d", t.OversizeSent, t.Oversize) })
+	aborted := false
+	for _, run := range r.Runs {
+		aborted = aborted || run.Totals.Aborted > 0
+	}
+	if aborted {
+		row("requests aborted by their client in prefill", func(t Totals) string { return fmt.Sprint(t.Aborted) })
+	}
 	rejected := false
 	for _, run := range r.Runs {
 		rejected = rejected || run.Totals.Rejected > 0
@@ -430,6 +449,12 @@ func describe(o Outcome) string {
 		return fmt.Sprintf("FALSE ALARM %s: %s", o.Label, o.Error)
 	case ResultError:
 		return fmt.Sprintf("ERROR   %s: %s", o.Label, o.Error)
+	case ResultAborted:
+		s := fmt.Sprintf("aborted %s: its client gave up during prefill; the server freed its pages at once", o.Label)
+		if o.Redacted > 0 {
+			s += fmt.Sprintf(" (%d values had left as placeholders)", o.Redacted)
+		}
+		return s
 	case ResultAnswered:
 		if o.Redacted > 0 {
 			return fmt.Sprintf("redacted %s: %d values left as placeholders, answer restored", o.Label, o.Redacted)

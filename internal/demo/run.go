@@ -121,6 +121,16 @@ func resolve(opts Options) (*config, error) {
 	}
 	c.opts.OversizeTokens = over
 	c.scenario = NewScenario(ScenarioOptions{Seed: opts.Seed, Rounds: opts.Rounds, OversizeTokens: over})
+	if slices.Contains(c.server.Faults, pagedcache.FaultAbortReuseRace) {
+		// The fault needs a request aborted during its prefill: the
+		// clinic's staff close the page while a discharge letter is being
+		// read in, and the next request takes its pages.
+		for i := range c.scenario.Requests {
+			if r := &c.scenario.Requests[i]; r.Tenant == abortingTenant && !r.Oversize {
+				r.Abort = true
+			}
+		}
+	}
 	keys := map[string]string{}
 	for _, t := range c.scenario.Tenants {
 		keys[t.APIKey] = t.Name
@@ -149,6 +159,19 @@ func resolve(opts Options) (*config, error) {
 		c.planted = append(c.planted, m)
 	}
 	return c, nil
+}
+
+// abortingTenant is the tenant whose requests are aborted under the
+// abort-reuse-race fault: the one with the most personal data.
+const abortingTenant = "northwind-clinic"
+
+// abortHeader adds pagedcache.HeaderAbort to every request.
+type abortHeader struct{ base http.RoundTripper }
+
+func (a abortHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(pagedcache.HeaderAbort, "prefill")
+	return a.base.RoundTrip(r)
 }
 
 // wrapFunc puts a door of aishield (or nothing) in front of the transport
@@ -243,13 +266,16 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 		if p.wrap != nil {
 			rt = p.wrap(rec)
 		}
+		if r.Abort {
+			rt = abortHeader{rt}
+		}
 		cfg := openai.DefaultConfig(ten.APIKey)
 		cfg.BaseURL = srv.url + "/v1"
 		cfg.HTTPClient = &http.Client{Transport: rt, Timeout: 2 * time.Minute}
 		client := openai.NewClientWithConfig(cfg)
 		text, err := send(ctx, client, r)
 
-		o := Outcome{N: r.N, Tenant: r.Tenant, Label: r.Label, Oversize: r.Oversize, Stream: r.Stream}
+		o := Outcome{N: r.N, Tenant: r.Tenant, Label: r.Label, Oversize: r.Oversize, Stream: r.Stream, Abort: r.Abort}
 		if rec.reached {
 			seq++
 			o.Sent = true
@@ -261,6 +287,7 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 			o.ServerID, o.Status = gt.ID, gt.Status
 			o.PromptTokens, o.ReportedPromptTokens = gt.PromptTokens, gt.ReportedPromptTokens
 			o.Truncated = gt.Outcome == "truncated" || gt.Outcome == "decoded-after-abort"
+			o.Aborted = gt.Outcome == "aborted"
 			for _, rd := range gt.ForeignReads() {
 				if o.ForeignTokens == nil {
 					o.ForeignTokens = map[string]int{}
@@ -292,6 +319,8 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 			}
 		}
 		switch {
+		case o.Aborted:
+			o.Result = ResultAborted
 		case err == nil && len(o.ForeignTokens) > 0:
 			o.Result = ResultLeaked
 		case err == nil && o.Truncated:

@@ -122,10 +122,15 @@ func strict(t *testing.T, seed uint64, run *RunReport) {
 // paged-cache server in each fault mode, for several seeds: zero false
 // alarms, nothing contaminated or truncated delivered. Under
 // auto-truncate, the over-capacity prompts sent (capacity undeclared) are
-// caught by the tokenizer-exact usage check.
+// caught by the tokenizer-exact usage check. Under abort-reuse-race the
+// clinic's requests are aborted in prefill and the next request reads
+// their late write: there the bar is abortStrict's (no value of the
+// clinic delivered; see the Proxy section of the README for why short
+// quotes of its prose can pass).
 func TestEveryFaultMode(t *testing.T) {
 	for _, fault := range pagedcache.Faults() {
 		t.Run(string(fault), func(t *testing.T) {
+			var caught, delivered int
 			for _, seed := range []uint64{1, 2, 3, 4} {
 				opts := small(seed, RunGuarded, RunInboundOnly)
 				opts.Server.Faults = []pagedcache.Fault{fault}
@@ -134,6 +139,11 @@ func TestEveryFaultMode(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, run := range rep.Runs {
+					if fault == pagedcache.FaultAbortReuseRace {
+						c, d := abortStrict(t, seed, run)
+						caught, delivered = caught+c, delivered+d
+						continue
+					}
 					strict(t, seed, run)
 				}
 				if fault == pagedcache.FaultAutoTruncate {
@@ -143,6 +153,78 @@ func TestEveryFaultMode(t *testing.T) {
 					}
 				}
 			}
+			if fault == pagedcache.FaultAbortReuseRace {
+				if caught == 0 {
+					t.Errorf("no answer that read a late write was caught (%d delivered)", delivered)
+				}
+				t.Logf("answers that read an aborted request's late write: %d caught, %d delivered with none of its values", caught, delivered)
+			}
 		})
+	}
+}
+
+// abortStrict is the bar under abort-reuse-race: every request of the
+// aborting tenant that was sent is aborted; no false alarm, truncation or
+// error; no other tenant's value reaches a caller; and an answer delivered
+// although it read pages of others read only the aborted requests' late
+// writes. It returns how many contaminated answers were caught and
+// delivered.
+func abortStrict(t *testing.T, seed uint64, run *RunReport) (caught, delivered int) {
+	t.Helper()
+	aborted := map[int]bool{}
+	for _, o := range run.Requests {
+		if o.Abort && o.Sent {
+			if !o.Aborted || o.Result != ResultAborted {
+				t.Errorf("seed %d %s: request %d sent to be aborted: aborted %v, result %s", seed, run.Name, o.N, o.Aborted, o.Result)
+			}
+			aborted[o.N] = true
+		}
+	}
+	if len(aborted) == 0 || run.Totals.Aborted != len(aborted) {
+		t.Errorf("seed %d %s: %d requests aborted, totals say %d", seed, run.Name, len(aborted), run.Totals.Aborted)
+	}
+	for _, o := range run.Requests {
+		switch o.Result {
+		case ResultFalseAlarm, ResultTruncated, ResultError:
+			t.Errorf("seed %d %s: request %d (%s): %s %s", seed, run.Name, o.N, o.Label, o.Result, o.Error)
+		case ResultLeaked:
+			delivered++
+			for _, s := range o.Sources {
+				if !aborted[s.N] {
+					t.Errorf("seed %d %s: request %d delivered with tokens of request %d, which was not aborted", seed, run.Name, o.N, s.N)
+				}
+			}
+		case ResultCaught:
+			caught++
+		}
+	}
+	if tot := run.Totals; tot.ForeignValues != 0 || tot.FalseAlarms != 0 || tot.Delivered != tot.Clean {
+		t.Errorf("seed %d %s: %d other tenants' values delivered, %d false alarms, %d of %d clean delivered",
+			seed, run.Name, tot.ForeignValues, tot.FalseAlarms, tot.Delivered, tot.Clean)
+	}
+	return caught, delivered
+}
+
+// TestAbortReuseRaceWithout: without aishield, the aborted clinic letters'
+// late writes reach other tenants' answers, values included for some seeds.
+func TestAbortReuseRaceWithout(t *testing.T) {
+	values, contaminated := 0, 0
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		opts := small(seed, RunWithout)
+		opts.Server.Faults = []pagedcache.Fault{pagedcache.FaultAbortReuseRace}
+		rep, err := Run(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, _ := rep.Run(RunWithout)
+		tot := run.Totals
+		if tot.Aborted != 3 || tot.Leaked != tot.Contaminated || tot.Errors != 0 {
+			t.Errorf("seed %d: totals %+v", seed, tot)
+		}
+		values += tot.ForeignValues
+		contaminated += tot.Contaminated
+	}
+	if contaminated == 0 || values == 0 {
+		t.Errorf("without aishield: %d contaminated answers, %d values of other tenants delivered; want both above 0", contaminated, values)
 	}
 }

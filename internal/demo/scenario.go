@@ -36,6 +36,10 @@ type Request struct {
 	// Oversize marks a prompt between the KV capacity and the context
 	// length.
 	Oversize bool `json:"oversize,omitempty"`
+	// Abort marks a request its client gives up on during prefill (sent
+	// with pagedcache.HeaderAbort), as a user closing the page would: set
+	// by the demo when the server has the abort-reuse-race fault.
+	Abort bool `json:"abort,omitempty"`
 	// Sensitive is what the generator planted: detector IDs by count.
 	Sensitive map[string]int `json:"sensitive,omitempty"`
 }
