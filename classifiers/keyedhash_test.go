@@ -72,3 +72,27 @@ func TestAppendHexMatchesEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyID: scanners with the same key have the same KeyID, other keys
+// another, and the KeyID holds nothing of the key.
+func TestKeyID(t *testing.T) {
+	mk := func(key string) *Scanner {
+		s, err := New(Options{HashKey: []byte(key), Detectors: []string{"pii.email"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := mk("key one"), mk("key one"), mk("key two")
+	if a.KeyID() != b.KeyID() || a.KeyID() == c.KeyID() || len(a.KeyID()) != 16 {
+		t.Errorf("KeyIDs %q %q %q", a.KeyID(), b.KeyID(), c.KeyID())
+	}
+	r1, _ := New(Options{})
+	r2, _ := New(Options{})
+	if r1.KeyID() == r2.KeyID() {
+		t.Error("two random keys have one KeyID")
+	}
+	if strings.Contains(a.KeyID(), hex.EncodeToString([]byte("key one"))[:8]) {
+		t.Error("KeyID shows the key")
+	}
+}

@@ -269,6 +269,16 @@ func (s *Scanner) who(id string) int32 {
 	return -1
 }
 
+// KeyID identifies the scanner's hash key without revealing it: the first
+// eight bytes, in hex, of the HMAC-SHA256 of a fixed label under the key.
+// Two scanners give comparable Finding.Hash values when their KeyIDs are
+// equal. Safe for concurrent use.
+func (s *Scanner) KeyID() string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("aishield scanner key id"))
+	return hex.EncodeToString(m.Sum(nil)[:8])
+}
+
 // Builtins lists every built-in detector, in a stable order.
 func Builtins() []DetectorInfo {
 	ds := builtinDetectors()

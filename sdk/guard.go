@@ -86,18 +86,19 @@ type Options struct {
 // (Client, Transport, the proxy, the CLI) calls the same Guard methods. A
 // Guard is safe for concurrent use by multiple goroutines.
 type Guard struct {
-	policy     *policies.Policy
-	dest       *policies.Destination
-	classifier Classifier
-	verifier   ResponseVerifier
-	audit      *AuditLog
-	timeout    time.Duration
-	counter    *tokens.Counter
-	counters   map[string]*tokens.Counter // per declared destination tokenizer
-	now        func() time.Time
-	noUsage    bool
-	randMu     sync.Mutex
-	rand       io.Reader // nil: crypto/rand
+	policy      *policies.Policy
+	dest        *policies.Destination
+	classifier  Classifier
+	verifier    ResponseVerifier
+	findingsKey string // the classifier's KeyID, "" when it has none
+	audit       *AuditLog
+	timeout     time.Duration
+	counter     *tokens.Counter
+	counters    map[string]*tokens.Counter // per declared destination tokenizer
+	now         func() time.Time
+	noUsage     bool
+	randMu      sync.Mutex
+	rand        io.Reader // nil: crypto/rand
 }
 
 // New builds a Guard. It fails when the policy is missing, the forced
@@ -136,6 +137,11 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 			return nil, fmt.Errorf("sdk: policy %q: %w", opts.Policy.Name, err)
 		}
 		g.classifier = sc
+	}
+	if k, ok := g.classifier.(interface{ KeyID() string }); ok {
+		// Lets a verifier tell whether it can compare the findings' hashes
+		// with its own (see inbound.Exchange.FindingsKey).
+		g.findingsKey = k.KeyID()
 	}
 	if g.audit == nil && opts.Audit != nil {
 		g.audit = NewAuditLog(opts.Audit, "")
@@ -370,7 +376,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		}
 	}
 	info := &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
-		Texts: texts, Sent: sent, Findings: perSeg, Placeholders: x.vault.order,
+		Texts: texts, Sent: sent, Findings: perSeg, FindingsKey: g.findingsKey, Placeholders: x.vault.order,
 		Tokens: count.Tokens, TokensExact: count.Exact, Streamed: wr.Stream}
 	x.info = info
 	changed := x.Redacted > 0

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/inbound"
+	"github.com/aishield/aishield/sdk/verify"
 )
 
 // TestWithVerifier runs the guard with the real inbound verifier
@@ -75,6 +76,56 @@ func TestWithVerifier(t *testing.T) {
 			t.Fatalf("streamed text released the foreign fragment: %q", got.String())
 		}
 	}
+}
+
+// TestVerifierWithItsOwnKey: a verifier built without the guard's scanner
+// (its own random hash key, as in a quick setup) cannot compare the
+// guard's finding hashes; it scans the request itself, so the user's own
+// values restored in the answer are not taken for foreign ones (they were
+// in about one run of ten of the openai-go example), while another
+// exchange's values still are.
+func TestVerifierWithItsOwnKey(t *testing.T) {
+	ctx := context.Background()
+	pol := testPolicyMode(t, "closed")
+	v, err := verify.New(verify.Options{Inbound: pol.Inbound}) // no Scanner: a random key
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGuard(t, sdk.Options{Policy: pol, Key: []byte("the guard's own key"), Verifier: v})
+	u := newUpstream(t)
+	client := openaiClient(u, g)
+	for _, streamed := range []bool{false, true} {
+		u.reply = func(last string) string { return "You said: " + last } // its placeholders come back, restored
+		params := openai.ChatCompletionNewParams{Model: "gpt-4o",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Call me back on +33 6 12 34 56 78 or at " + email + ".")}}
+		text, err := ask(ctx, client, params, streamed)
+		if err != nil || !strings.Contains(text, email) || !strings.Contains(text, "+33 6 12 34 56 78") {
+			t.Fatalf("streamed=%v: own values refused or not restored: %v %q", streamed, err, text)
+		}
+		u.reply = func(string) string { return "Write to bob.martin@globex-industries.com." }
+		if _, err := ask(ctx, client, params, streamed); !errors.As(err, new(*sdk.ContaminationError)) {
+			t.Fatalf("streamed=%v: foreign e-mail: err = %v, want *ContaminationError", streamed, err)
+		}
+	}
+}
+
+// ask sends params plain or streamed and returns the answer text.
+func ask(ctx context.Context, client openai.Client, params openai.ChatCompletionNewParams, streamed bool) (string, error) {
+	if !streamed {
+		resp, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			return "", err
+		}
+		return resp.Choices[0].Message.Content, nil
+	}
+	var b strings.Builder
+	s := client.Chat.Completions.NewStreaming(ctx, params)
+	for s.Next() {
+		if ch := s.Current().Choices; len(ch) > 0 {
+			b.WriteString(ch[0].Delta.Content)
+		}
+	}
+	return b.String(), s.Err()
 }
 
 // TestTransportPassesNonAPIRequests: a GET without body still goes through

@@ -53,6 +53,11 @@ type Exchange struct {
 	// Findings are the outbound findings per text: Findings[i] refers to
 	// Texts[i] (spans are byte offsets in Texts[i]).
 	Findings [][]classifiers.Finding
+	// FindingsKey identifies the key of the Findings' hashes
+	// (classifiers.Scanner.KeyID); "" when unknown. A verifier whose
+	// scanner has another key cannot compare them with the response's, and
+	// scans Texts itself instead.
+	FindingsKey string
 	// Placeholders are the placeholders minted for this exchange.
 	Placeholders []string
 	// Tokens is the local token count of the request (exact when it was near

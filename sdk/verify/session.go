@@ -139,7 +139,10 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		s.sent = append(s.sent, s.texts...)
 	}
 	if v.on(inbound.SignalForeignEntity) {
-		if len(ex.Findings) > 0 {
+		// The guard's findings are used when their hashes are comparable
+		// with this verifier's (same scanner key); otherwise the request's
+		// own values would look foreign in the answer.
+		if len(ex.Findings) > 0 && ex.FindingsKey != "" && ex.FindingsKey == v.keyID {
 			for _, fs := range ex.Findings {
 				for _, f := range fs {
 					s.own[f.Hash] = true

@@ -91,11 +91,12 @@ type Options struct {
 	// Inbound is the policy's inbound section: per-signal actions and the
 	// allow-list. TTL and MaxExchanges size the default memory store.
 	Inbound policies.Inbound
-	// Scanner classifies response text. It must share its hash key with
-	// the scanner that produced the exchanges' Findings (the guard passes
-	// its own); when an exchange carries no Findings, the verifier scans
-	// the request texts with this scanner. Nil builds a scanner with all
-	// built-ins and HashKey.
+	// Scanner classifies response text. The exchanges' Findings are used
+	// only when they were hashed under the same key (their FindingsKey is
+	// this scanner's KeyID: pass the guard's own scanner); otherwise, or
+	// when an exchange carries no Findings, the verifier scans the request
+	// texts with this scanner. Nil builds a scanner with all built-ins and
+	// HashKey.
 	Scanner *classifiers.Scanner
 	// HashKey keys the scanner built when Scanner is nil (nil: random).
 	HashKey []byte
@@ -184,6 +185,7 @@ type Verifier struct {
 	ttl         time.Duration
 	canaryKey   []byte
 	sourced     map[string]bool // detectors whose foreign values need a source
+	keyID       string          // the scanner's KeyID
 	templates   *templateMatcher
 	boilerplate hashSet
 	refStore    refStore
@@ -237,6 +239,7 @@ func New(opts Options) (*Verifier, error) {
 		}
 		v.scanner = s
 	}
+	v.keyID = v.scanner.KeyID()
 	v.ttl = opts.TTL
 	if v.ttl <= 0 {
 		v.ttl = opts.Inbound.FingerprintTTL
