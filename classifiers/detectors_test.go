@@ -313,6 +313,8 @@ func TestDetectors(t *testing.T) {
 			{"placeholder name", "Name: John Doe, born 1 January 1970", ""},
 			{"form field", "Employee: Jordan Lee, jordan.lee@acme-corp.us", "Jordan Lee"},
 			{"surname first", "Présents : DUPONT Jean, 3 rue Lafayette", "DUPONT Jean"},
+			{"doctorate field", "Befund von Dr. med. Weber, Klinik Nord", "Weber"},
+			{"two doctorate fields", "Gutachten: Dr. rer. nat. Ottilie Brandstetter", "Ottilie Brandstetter"},
 			{"surname first accented", "Nom : LEFÈVRE Hélène\n", "LEFÈVRE Hélène"},
 			{"surname first hyphenated", "BENALI-MARTIN Inès.", "BENALI-MARTIN Inès"},
 			{"acronym before a given name", "IBAN Jean-Pierre", ""},

@@ -628,6 +628,7 @@ func (st *scanState) nameAfterTitle(d *detector, t nameWord, buf *[48]byte) int 
 	if after < len(st.text) && st.text[after] == '.' {
 		after++
 	}
+	after = st.skipDegrees(after)
 	first, ok := st.namePart(after, buf)
 	if !ok {
 		return t.end
@@ -645,6 +646,33 @@ func (st *scanState) nameAfterTitle(d *detector, t nameWord, buf *[48]byte) int 
 	}
 	st.emitName(d, first.start, last.end, 0.85)
 	return last.end
+}
+
+// nameDegrees are the lower-case abbreviations of a doctorate's field that
+// German and Austrian usage puts between the title and the name ("Dr.
+// med. Hans Weber", "Dr. rer. nat. Schulz").
+var nameDegrees = map[string]bool{"med": true, "rer": true, "nat": true, "phil": true, "jur": true, "dent": true,
+	"vet": true, "oec": true, "pol": true, "theol": true, "ing": true, "habil": true, "sc": true}
+
+// skipDegrees returns the offset after up to three nameDegrees (each
+// followed by its period) after the separator at text[i], or i.
+func (st *scanState) skipDegrees(i int) int {
+	text := st.text
+	for k := 0; k < 3; k++ {
+		j := nameSep(text, i)
+		if j < 0 {
+			return i
+		}
+		e := j
+		for e < len(text) && e-j < 6 && text[e]-'a' < 26 {
+			e++
+		}
+		if e == j || e >= len(text) || text[e] != '.' || !nameDegrees[string(text[j:e])] {
+			return i
+		}
+		i = e + 1
+	}
+	return i
 }
 
 // nameFromGiven reports a given name followed by a surname; it returns
