@@ -327,29 +327,20 @@ func (st *scanState) anchors() {
 	}
 }
 
-// anchorMask has the high bit of each byte of x (little-endian: byte 0
-// is the lowest) that lies in '0'..'@' (digits, ':', '@' and a few
-// punctuation bytes anchors ignores) set, and no other bit. The low seven
-// bits of each byte are compared with SWAR additions that cannot carry into
-// the next byte; bytes with the high bit set are excluded.
-func anchorMask(x uint64) uint64 {
+// anchorCapsMask returns two masks of x (little-endian: byte 0 is the
+// lowest). anchors has the high bit of each byte that lies in '0'..'@'
+// (digits, ':', '@' and a few punctuation bytes anchors ignores) set, and
+// no other bit. caps is zero when x has no byte in 'A'..'Z' nor
+// 0xC3..0xFF (no capital that may start a name: nameStartMask need not
+// be computed). The low seven bits of each byte are compared with SWAR
+// additions that cannot carry into the next byte; for anchors, bytes with
+// the high bit set are excluded. The two masks share their first sum.
+func anchorCapsMask(x uint64) (anchors, caps uint64) {
 	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 	y := x & low7
-	atLeast30 := (y + 0x5050505050505050) & high // y >= 0x30
-	below41 := ^(y + 0x3f3f3f3f3f3f3f3f) & high  // y < 0x41
-	return atLeast30 & below41 &^ x
-}
-
-// anchorCapsMask returns anchorMask(x), and a mask that is zero when x
-// has no byte in 'A'..'Z' nor 0xC3..0xFF (no capital that may start a
-// name: nameStartMask need not be computed). The two share their first
-// sum.
-func anchorCapsMask(x uint64) (uint64, uint64) {
-	const low7, high = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
-	y := x & low7
-	s := y + 0x3f3f3f3f3f3f3f3f // high bit: y >= 0x41
-	anchors := (y + 0x5050505050505050) &^ s &^ x & high
-	caps := (s&^(y+0x2525252525252525)&^x | (y+0x3d3d3d3d3d3d3d3d)&x) & high
+	s := y + 0x3f3f3f3f3f3f3f3f                         // high bit: y >= 0x41
+	anchors = (y + 0x5050505050505050) &^ s &^ x & high // y >= 0x30, y < 0x41
+	caps = (s&^(y+0x2525252525252525)&^x | (y+0x3d3d3d3d3d3d3d3d)&x) & high
 	return anchors, caps
 }
 
