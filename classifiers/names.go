@@ -1,7 +1,6 @@
 package classifiers
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strings"
@@ -232,12 +231,14 @@ var nameParticles = map[string]bool{"van": true, "von": true, "de": true, "der":
 	"del": true, "della": true, "du": true, "des": true, "la": true, "le": true, "ter": true, "ten": true, "bin": true,
 	"ibn": true, "al": true, "el": true, "dos": true, "das": true, "y": true}
 
-// nameLabels raise a name's confidence when one ends within 24 bytes
-// before it ("Patient: John Smith", "Dear Amélie Fontaine"). They are
-// looked for only around a name found, not by the keyword pass: words
+// nameLabels raise a name's confidence when one lies whole within 24
+// bytes before it ("Patient: John Smith", "Dear Amélie Fontaine"). They
+// are looked for only around a name found, not by the keyword pass: words
 // such as "name" and "client" are everywhere in prose. Lower case.
-var nameLabels = []string{"name", "nom", "patient", "employee", "salarié", "client", "customer", "signed", "signé",
-	"attn", "dear", "cher", "chère", "born", "née", "contact", "tenant", "applicant", "candidat", "candidate", "witness"}
+var nameLabels = map[string]bool{"name": true, "nom": true, "patient": true, "employee": true, "salarié": true,
+	"client": true, "customer": true, "signed": true, "signé": true, "attn": true, "dear": true, "cher": true,
+	"chère": true, "born": true, "née": true, "contact": true, "tenant": true, "applicant": true, "candidat": true,
+	"candidate": true, "witness": true}
 
 // nameFields are form labels that say the next words are a person's name
 // ("Employee: Jordan Lee", "Nom complet : Ombeline Vasseur"): after one of
@@ -263,28 +264,36 @@ func afterNameField(text []byte, i int) bool {
 	if j > 0 && text[j-1] == ' ' {
 		j-- // "Nom : "
 	}
-	lo := max(0, j-16)
-	var buf [16]byte
-	label := lowerName(buf[:0], text[lo:j])
-	// The label is the last one or two words before the colon.
-	for sp, k := 0, len(label)-1; k >= 0; k-- {
-		if c := label[k]; c == ' ' {
-			if sp++; sp == 2 {
-				label = label[k+1:]
-				break
-			}
-		} else if c < utf8.RuneSelf && !isAlpha(c) {
-			label = label[k+1:]
-			break
-		}
+	// The label is the last word before the colon, or the last two.
+	k := lettersBefore(text, j, 16)
+	if k == j {
+		return false
 	}
-	if nameFields[string(label)] {
+	var buf [40]byte
+	if nameFields[string(lowerName(buf[:0], text[k:j]))] {
 		return true
 	}
-	if sp := bytes.LastIndexByte(label, ' '); sp >= 0 {
-		return nameFields[string(label[sp+1:])]
+	if k >= 2 && text[k-1] == ' ' {
+		if k2 := lettersBefore(text, k-1, 16); k2 < k-1 {
+			return nameFields[string(lowerName(buf[:0], text[k2:j]))]
+		}
 	}
 	return false
+}
+
+// nameLetter reports a byte of a word for the name detector's backward
+// readers: an ASCII letter or a byte of a multi-byte character.
+func nameLetter(b byte) bool { return isAlpha(b) || b >= utf8.RuneSelf }
+
+// lettersBefore returns where the run of nameLetter bytes that ends at
+// text[end] starts, reading back at most limit bytes (end when there is
+// none).
+func lettersBefore(text []byte, end, limit int) int {
+	k := end
+	for k > 0 && end-k < limit && nameLetter(text[k-1]) {
+		k--
+	}
+	return k
 }
 
 func nameDetector() *detector {
@@ -293,32 +302,22 @@ func nameDetector() *detector {
 		mask: maskName}
 }
 
-// nameLabelSet is nameLabels as a set.
-var nameLabelSet = func() map[string]bool {
-	m := make(map[string]bool, len(nameLabels))
-	for _, l := range nameLabels {
-		m[l] = true
-	}
-	return m
-}()
-
 // nameLabelBefore reports whether a word of nameLabels lies whole within
 // the 24 bytes before text[start] (ASCII case-insensitive).
 func nameLabelBefore(text []byte, start int) bool {
-	letter := func(b byte) bool { return isAlpha(b) || b >= utf8.RuneSelf }
 	lo := max(0, start-24)
 	var buf [24]byte
 	win := asciiLowerBytes(buf[:0], text[lo:start])
 	for k := 0; k < len(win); {
-		if !letter(win[k]) {
+		if !nameLetter(win[k]) {
 			k++
 			continue
 		}
 		e := k
-		for e < len(win) && letter(win[e]) {
+		for e < len(win) && nameLetter(win[e]) {
 			e++
 		}
-		if (k > 0 || lo == 0 || !letter(text[lo-1])) && nameLabelSet[string(win[k:e])] {
+		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabels[string(win[k:e])] {
 			return true
 		}
 		k = e
@@ -543,13 +542,14 @@ func nameSep(text []byte, i int) int {
 	return j
 }
 
-// nameAt looks for a person name starting at text[i] (see the comment at
-// the top of the file) and returns where anchors goes on.
+// nameAt looks for a person name starting at text[i], an ASCII capital or
+// a 0xC3..0xC5 lead byte (anchors calls it for no other), and returns
+// where anchors goes on (see the comment at the top of the file).
 func (st *scanState) nameAt(i int) int {
 	text := st.text
 	n := len(text)
 	c := text[i]
-	if !isUpper(c) && (c < 0xC3 || c > 0xC5) || i+1 < n && (isUpper(c) && isUpper(text[i+1]) || c == 0xC3 && text[i+1] >= 0xA0) || !wordStart(text, i) {
+	if i+1 < n && (isUpper(c) && isUpper(text[i+1]) || c == 0xC3 && text[i+1] >= 0xA0) || !wordStart(text, i) {
 		return i + 1
 	}
 	if isUpper(c) && i+16 <= n {
@@ -761,10 +761,7 @@ func afterPlaceWord(text []byte, start int) bool {
 		return false
 	}
 	j--
-	k := j
-	for k > 0 && j-k < 16 && (isAlpha(text[k-1]) || text[k-1] >= utf8.RuneSelf) {
-		k--
-	}
+	k := lettersBefore(text, j, 16)
 	if k == j || k > 0 && text[k-1] != ' ' && text[k-1] != '\n' && text[k-1] != '(' && text[k-1] != ',' {
 		return false
 	}
