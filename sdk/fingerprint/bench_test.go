@@ -68,11 +68,10 @@ func BenchmarkMemoryStorePerExchange(b *testing.B) {
 	}
 }
 
-// BenchmarkMemoryStoreLookupRefs is the verifier's lookup: one response's
-// fingerprints against a store of a thousand exchanges, compact answer.
-func BenchmarkMemoryStoreLookupRefs(b *testing.B) {
+// lookupStore returns a store of a thousand exchanges of 4 KB of prose and
+// the fingerprints of the last one, which the lookup benchmarks look up.
+func lookupStore(ctx context.Context) (*MemoryStore, []uint64) {
 	r := rand.New(rand.NewPCG(5, 6))
-	ctx := context.Background()
 	s := NewMemoryStore(MemoryOptions{})
 	var probe []uint64
 	for i := 0; i < 1000; i++ {
@@ -80,6 +79,14 @@ func BenchmarkMemoryStoreLookupRefs(b *testing.B) {
 		_ = s.Record(ctx, fmt.Sprint(i), h, time.Hour)
 		probe = h
 	}
+	return s, probe
+}
+
+// BenchmarkMemoryStoreLookupRefs is the verifier's lookup: one response's
+// fingerprints against a store of a thousand exchanges, compact answer.
+func BenchmarkMemoryStoreLookupRefs(b *testing.B) {
+	ctx := context.Background()
+	s, probe := lookupStore(ctx)
 	var refs Refs
 	b.ReportAllocs()
 	for b.Loop() {
@@ -88,15 +95,8 @@ func BenchmarkMemoryStoreLookupRefs(b *testing.B) {
 }
 
 func BenchmarkMemoryStoreLookup(b *testing.B) {
-	r := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
-	s := NewMemoryStore(MemoryOptions{})
-	var probe []uint64
-	for i := 0; i < 1000; i++ {
-		h := Hashes(OfString(prose(r, 4<<10), Options{}))
-		_ = s.Record(ctx, fmt.Sprint(i), h, time.Hour)
-		probe = h
-	}
+	s, probe := lookupStore(ctx)
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = s.Lookup(ctx, probe)
