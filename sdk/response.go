@@ -154,11 +154,7 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		changed = changed || res.restored > 0
 		all.WriteString(res.text)
 	}
-	end := inbound.End{Model: resp.Model, FinishReason: resp.FinishReason, HasUsage: resp.Usage.Present,
-		PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
-	if resp.ID != "" {
-		end.IDs = []string{resp.ID}
-	}
+	end := endOf(resp.Summary(), false)
 	if x.session != nil {
 		s1, err := safeCall(func() ([]inbound.Signal, error) {
 			return x.session.Write(ctx, inbound.Delta{Text: all.String(), ID: resp.ID, Model: resp.Model})
@@ -235,4 +231,11 @@ func (x *Exchange) errorResponse(ctx context.Context, status int, contentType st
 		x.verdict = "flagged"
 	}
 	return body, nil
+}
+
+// endOf turns what a response said about itself into what the verifier
+// gets at its end; truncated reports a stream without its terminal event.
+func endOf(sum wire.Summary, truncated bool) inbound.End {
+	return inbound.End{IDs: sum.IDs, Model: sum.Model, FinishReason: sum.FinishReason, HasUsage: sum.Usage.Present,
+		PromptTokens: sum.Usage.PromptTokens, CompletionTokens: sum.Usage.CompletionTokens, Truncated: truncated}
 }

@@ -68,7 +68,7 @@ type streamFilter struct {
 	written int // bytes of text fed to the verifier
 	closed  bool
 	sawDone bool
-	end     inbound.End
+	sum     wire.Summary // the stream's metadata, folded
 	err     error // sticky: returned once out is drained
 	open    bool  // failed open: pass raw events from now on
 }
@@ -116,7 +116,7 @@ func (f *streamFilter) step() {
 		f.cutGuard("stream", perr)
 		return
 	}
-	se.Fold(&f.end) // the metadata the verifier gets at the end
+	se.Fold(&f.sum) // the metadata the verifier gets at the end
 	modified := false
 	if f.x.stripUsage {
 		if se.UsageOnly() {
@@ -321,8 +321,7 @@ func (f *streamFilter) closeSession() {
 	f.closed = true
 	var sigs []inbound.Signal
 	if f.x.session != nil {
-		f.end.Truncated = !f.sawDone
-		s, err := safeCall(func() ([]inbound.Signal, error) { return f.x.session.Close(f.ctx, f.end) })
+		s, err := safeCall(func() ([]inbound.Signal, error) { return f.x.session.Close(f.ctx, endOf(f.sum, !f.sawDone)) })
 		if err != nil {
 			if !f.failOpen("verify") {
 				f.cutGuard("verify", err)
@@ -331,7 +330,7 @@ func (f *streamFilter) closeSession() {
 		}
 		sigs = s
 	}
-	tight, err := f.x.tightUsage(f.end, sigs)
+	tight, err := f.x.tightUsage(endOf(f.sum, !f.sawDone), sigs)
 	if err != nil && !f.failOpen("verify") {
 		f.cutGuard("verify", err)
 		return

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aishield/aishield/internal/demo"
+	"github.com/aishield/aishield/cmd/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/spf13/cobra"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/aishield/aishield/internal/proxy"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
+	"github.com/aishield/aishield/sdk/proxy"
 )
 
 func newProxyCmd() *cobra.Command {

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aishield/aishield/internal/proxy"
 	"github.com/aishield/aishield/internal/redistest"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/proxy"
 )
 
 // TestServeProxyGracefulAndQuiet: the proxy serves, never logs the caller's

@@ -111,6 +111,7 @@ func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, erro
 	}
 	rd := sse.NewReader(bytes.NewReader(data))
 	cr := &capturedResponse{}
+	var sum wire.Summary
 	var b strings.Builder
 	done, events := false, 0
 	for {
@@ -126,7 +127,7 @@ func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, erro
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", events, err)
 		}
-		se.Fold(&cr.end)
+		se.Fold(&sum)
 		for _, s := range se.Segments {
 			if s.Channel != "" {
 				b.WriteString(s.Text)
@@ -137,7 +138,8 @@ func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, erro
 	if events == 0 {
 		return nil, errors.New("neither a JSON body nor an SSE stream")
 	}
-	cr.end.Truncated = !done
+	cr.end = inbound.End{IDs: sum.IDs, Model: sum.Model, FinishReason: sum.FinishReason, HasUsage: sum.Usage.Present,
+		PromptTokens: sum.Usage.PromptTokens, CompletionTokens: sum.Usage.CompletionTokens, Truncated: !done}
 	cr.text = b.String()
 	return cr, nil
 }

@@ -194,3 +194,13 @@ func (r *Response) Text() string {
 	}
 	return b.String()
 }
+
+// Summary returns what the body says about the response as a whole, in the
+// form a stream folds to.
+func (r *Response) Summary() Summary {
+	sum := Summary{Model: r.Model, FinishReason: r.FinishReason, Usage: r.Usage}
+	if r.ID != "" {
+		sum.IDs = []string{r.ID}
+	}
+	return sum
+}

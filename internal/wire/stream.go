@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/aishield/aishield/sdk/inbound"
 )
 
 // StreamEvent is one parsed event of an OpenAI or Anthropic SSE stream. It is
@@ -37,28 +36,39 @@ type StreamEvent struct {
 	doneMark bool
 }
 
-// Fold adds e's metadata to end, the summary of a stream the verifier gets
-// when it ends: a response ID not seen before, the last model and finish
-// reason, and the last non-zero usage counts (Anthropic reports the prompt
-// in message_start and the completion in message_delta). The guard and
-// `aishield verify` fold a stream with it, so that both judge the same.
-func (e *StreamEvent) Fold(end *inbound.End) {
-	if e.ID != "" && !slices.Contains(end.IDs, e.ID) {
-		end.IDs = append(end.IDs, e.ID)
+// Summary is what the events of a stream say about the response as a
+// whole, folded event by event with [StreamEvent.Fold].
+type Summary struct {
+	// IDs are the distinct response IDs, in order of appearance.
+	IDs []string
+	// Model and FinishReason are the last ones reported.
+	Model        string
+	FinishReason string
+	// Usage holds the last non-zero counts (Anthropic reports the prompt in
+	// message_start and the completion in message_delta).
+	Usage Usage
+}
+
+// Fold adds e's metadata to sum: a response ID not seen before, the last
+// model and finish reason, and the last non-zero usage counts. Every reader
+// of a stream folds it with Fold, so that all judge it the same.
+func (e *StreamEvent) Fold(sum *Summary) {
+	if e.ID != "" && !slices.Contains(sum.IDs, e.ID) {
+		sum.IDs = append(sum.IDs, e.ID)
 	}
 	if e.Model != "" {
-		end.Model = e.Model
+		sum.Model = e.Model
 	}
 	if e.FinishReason != "" {
-		end.FinishReason = e.FinishReason
+		sum.FinishReason = e.FinishReason
 	}
 	if e.Usage.Present {
-		end.HasUsage = true
+		sum.Usage.Present = true
 		if e.Usage.PromptTokens > 0 {
-			end.PromptTokens = e.Usage.PromptTokens
+			sum.Usage.PromptTokens = e.Usage.PromptTokens
 		}
 		if e.Usage.CompletionTokens > 0 {
-			end.CompletionTokens = e.Usage.CompletionTokens
+			sum.Usage.CompletionTokens = e.Usage.CompletionTokens
 		}
 	}
 }

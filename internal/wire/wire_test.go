@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aishield/aishield/sdk/inbound"
 )
 
 func segStrings(segs []Segment) []string {
@@ -421,27 +420,27 @@ func TestFold(t *testing.T) {
 	tests := []struct {
 		name   string
 		events []ev
-		want   inbound.End
+		want   Summary
 	}{
 		{"anthropic: prompt from message_start, completion from message_delta", []ev{
 			{"message_start", `{"type":"message_start","message":{"id":"msg_1","model":"claude","content":[],"usage":{"input_tokens":2500,"output_tokens":1}}}`},
 			{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
 			{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":40}}`},
 			{"message_stop", `{"type":"message_stop"}`},
-		}, inbound.End{IDs: []string{"msg_1"}, Model: "claude", FinishReason: "end_turn", HasUsage: true, PromptTokens: 2500, CompletionTokens: 40}},
+		}, Summary{IDs: []string{"msg_1"}, Model: "claude", FinishReason: "end_turn", Usage: Usage{Present: true, PromptTokens: 2500, CompletionTokens: 40}}},
 		{"openai: usage in the last chunk; a spliced ID kept in order, once", []ev{
 			{"", `{"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"He"}}]}`},
 			{"", `{"id":"c2","model":"m","choices":[{"index":0,"delta":{"content":"ll"}}]}`},
 			{"", `{"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":7}}`},
 			{"", `[DONE]`},
-		}, inbound.End{IDs: []string{"c1", "c2"}, Model: "m", FinishReason: "stop", HasUsage: true, PromptTokens: 1, CompletionTokens: 7}},
+		}, Summary{IDs: []string{"c1", "c2"}, Model: "m", FinishReason: "stop", Usage: Usage{Present: true, PromptTokens: 1, CompletionTokens: 7}}},
 		{"no usage", []ev{
 			{"", `{"id":"c1","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}]}`},
-		}, inbound.End{IDs: []string{"c1"}, FinishReason: "length"}},
+		}, Summary{IDs: []string{"c1"}, FinishReason: "length"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var end inbound.End
+			var end Summary
 			for _, e := range tc.events {
 				se, err := ParseStreamEvent(e.typ, []byte(e.data))
 				if err != nil {

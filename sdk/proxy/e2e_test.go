@@ -13,7 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/aishield/aishield/internal/demo"
+	"github.com/aishield/aishield/internal/traffic"
 	"github.com/aishield/aishield/pagedcache"
 )
 
@@ -60,7 +60,7 @@ func faultRun(t *testing.T, fault pagedcache.Fault, seed uint64) {
 	ts := pagedcache.NewTestServer(t, opts...)
 	up := &counting{rt: http.DefaultTransport}
 	_, hs := startProxy(t, Options{Policy: testPolicy(t, ts.URL, 8192), Transport: up})
-	sc := demo.NewScenario(demo.ScenarioOptions{Seed: seed, Rounds: 3, OversizeTokens: 5000})
+	sc := traffic.NewScenario(traffic.ScenarioOptions{Seed: seed, Rounds: 3, OversizeTokens: 5000})
 	var delivered, caught, truncated, blocked, clean, rejected int
 	for _, r := range sc.Requests {
 		ten, _ := sc.Tenant(r.Tenant)

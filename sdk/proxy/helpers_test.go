@@ -10,7 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/aishield/aishield/internal/demo"
+	"github.com/aishield/aishield/internal/traffic"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 )
@@ -98,7 +98,7 @@ func chatReq(text string, maxTokens int, stream bool) openai.ChatCompletionReque
 
 // ask sends one chat and returns the answer text and the error.
 func ask(ctx context.Context, c *openai.Client, text string, maxTokens int, stream bool) (string, error) {
-	return demo.Complete(ctx, c, chatReq(text, maxTokens, stream))
+	return traffic.Complete(ctx, c, chatReq(text, maxTokens, stream))
 }
 
 // contaminated reports, from the server's ground truth, whether the answer

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/aishield/aishield/internal/traffic"
+
 	"github.com/aishield/aishield/pagedcache"
 )
 
@@ -49,10 +51,10 @@ type Report struct {
 	Seed   uint64     `json:"seed"`
 	Server ServerInfo `json:"server"`
 	// Tenants are the customers of the shared service.
-	Tenants []Tenant `json:"tenants"`
+	Tenants []traffic.Tenant `json:"tenants"`
 	// Requests describes the traffic (the same in every run).
-	Requests []Request    `json:"requests"`
-	Runs     []*RunReport `json:"runs"`
+	Requests []traffic.Request `json:"requests"`
+	Runs     []*RunReport      `json:"runs"`
 }
 
 // ServerInfo describes the paged-cache server of every run.

@@ -18,7 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/aishield/aishield/classifiers"
-	"github.com/aishield/aishield/internal/demo"
+	"github.com/aishield/aishield/internal/traffic"
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/sdk/verify"
 )
@@ -192,7 +192,7 @@ func TestProxyAbortReuseRace(t *testing.T) {
 	var caught, missed, contaminated int
 	bySignal := map[string]int{}
 	for _, seed := range []uint64{1, 2, 3} {
-		sc := demo.NewScenario(demo.ScenarioOptions{Seed: seed, Rounds: 1})
+		sc := traffic.NewScenario(traffic.ScenarioOptions{Seed: seed, Rounds: 1})
 		for _, a := range sc.Requests {
 			if a.Tenant != "northwind-clinic" && a.Tenant != "globex-bank" {
 				continue
@@ -232,7 +232,7 @@ func TestProxyAbortReuseRace(t *testing.T) {
 // server and checks the outcome against the ground truth. It returns the
 // signal that refused b's answer ("" when delivered) and whether a
 // delivered answer quoted A's text.
-func abortRun(t *testing.T, name string, seed uint64, sc *demo.Scenario, a, b demo.Request, fault bool) (string, bool) {
+func abortRun(t *testing.T, name string, seed uint64, sc *traffic.Scenario, a, b traffic.Request, fault bool) (string, bool) {
 	keys := map[string]string{}
 	for _, tn := range sc.Tenants {
 		keys[tn.APIKey] = tn.Name

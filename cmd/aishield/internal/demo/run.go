@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aishield/aishield/internal/traffic"
+
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/aishield/aishield/classifiers"
@@ -73,7 +75,7 @@ type config struct {
 	opts     Options
 	server   pagedcache.Options
 	preset   string
-	scenario *Scenario
+	scenario *traffic.Scenario
 	scanner  *classifiers.Scanner
 	owners   map[string]string // finding hash -> tenant that wrote the value
 	planted  []map[string]int  // per request: findings of the original text by detector
@@ -120,7 +122,7 @@ func resolve(opts Options) (*config, error) {
 			over, c.server.CapacityTokens, c.server.ContextLen)
 	}
 	c.opts.OversizeTokens = over
-	c.scenario = NewScenario(ScenarioOptions{Seed: opts.Seed, Rounds: opts.Rounds, OversizeTokens: over})
+	c.scenario = traffic.NewScenario(traffic.ScenarioOptions{Seed: opts.Seed, Rounds: opts.Rounds, OversizeTokens: over})
 	if slices.Contains(c.server.Faults, pagedcache.FaultAbortReuseRace) {
 		// The fault needs a request aborted during its prefill: the
 		// clinic's staff close the page while a discharge letter is being
@@ -255,7 +257,7 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 
 	run := &RunReport{Name: p.name, Title: p.title, Policy: p.policy}
 	seq := 0
-	bySeq := map[uint32]Request{} // server sequence -> scenario request
+	bySeq := map[uint32]traffic.Request{} // server sequence -> scenario request
 	for _, r := range c.scenario.Requests {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -364,8 +366,8 @@ func groundTruth(ctx context.Context, pc *pagedcache.Server, seq int) (pagedcach
 
 // send sends r with the go-openai client and returns the answer text the
 // caller received (for a stream cut midway, what arrived before the cut).
-func send(ctx context.Context, client *openai.Client, r Request) (string, error) {
-	return Complete(ctx, client, openai.ChatCompletionRequest{
+func send(ctx context.Context, client *openai.Client, r traffic.Request) (string, error) {
+	return traffic.Complete(ctx, client, openai.ChatCompletionRequest{
 		Model: "pagedcache-1",
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: r.System},
@@ -374,41 +376,6 @@ func send(ctx context.Context, client *openai.Client, r Request) (string, error)
 		MaxTokens: r.MaxTokens,
 		Stream:    r.Stream,
 	})
-}
-
-// Complete sends req with client, streamed (asking for the usage chunk)
-// when req.Stream is set, and returns the answer text the caller received:
-// for a stream cut midway, what arrived before the cut, with the error.
-func Complete(ctx context.Context, client *openai.Client, req openai.ChatCompletionRequest) (string, error) {
-	if !req.Stream {
-		resp, err := client.CreateChatCompletion(ctx, req)
-		if err != nil {
-			return "", err
-		}
-		if len(resp.Choices) == 0 {
-			return "", errors.New("the answer has no choices")
-		}
-		return resp.Choices[0].Message.Content, nil
-	}
-	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
-	st, err := client.CreateChatCompletionStream(ctx, req)
-	if err != nil {
-		return "", err
-	}
-	defer st.Close()
-	var b strings.Builder
-	for {
-		chunk, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			return b.String(), nil
-		}
-		if err != nil {
-			return b.String(), err
-		}
-		for _, ch := range chunk.Choices {
-			b.WriteString(ch.Delta.Content)
-		}
-	}
 }
 
 // sentValues counts the sensitive values in the messages of a request body
