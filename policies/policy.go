@@ -46,11 +46,14 @@ const (
 	SignalCrossExchange    = "inbound.cross_exchange"
 	SignalTemplateFragment = "inbound.template_fragment"
 	SignalUsageMismatch    = "inbound.usage_mismatch"
+	// SignalForeignPlaceholder is raised by the guard itself: a redaction
+	// placeholder in a response that this exchange did not mint.
+	SignalForeignPlaceholder = "inbound.foreign_placeholder"
 )
 
 // Signals returns the inbound signal IDs in a fixed order.
 func Signals() []string {
-	return []string{SignalForeignEntity, SignalCanary, SignalCrossExchange, SignalTemplateFragment, SignalUsageMismatch}
+	return []string{SignalForeignEntity, SignalCanary, SignalCrossExchange, SignalTemplateFragment, SignalUsageMismatch, SignalForeignPlaceholder}
 }
 
 // The redaction styles a policy can choose.

@@ -381,7 +381,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	x.info = info
 	changed := x.Redacted > 0
 	if g.verifier != nil {
-		if cm, ok := g.verifier.(inbound.CanaryMinter); ok && g.policy.Inbound.Canary && g.policy.Inbound.Action(inbound.SignalCanary) != policies.SignalOff {
+		if cm, ok := g.verifier.(inbound.CanaryMinter); ok && g.policy.Inbound.Canary && g.policy.Inbound.Action(policies.SignalCanary) != policies.SignalOff {
 			canary, err := safeCall(func() (string, error) { return cm.MintCanary(ctx, info) })
 			if err != nil {
 				return fail("verify", err)

@@ -203,7 +203,7 @@ func TestPlaceholdersPerRequest(t *testing.T) {
 		t.Fatalf("own restore = %q %v", got, sigs)
 	}
 	got, sigs = x1.Restore("to " + h2[0])
-	if got != "to "+h2[0] || len(sigs) != 1 || sigs[0].ID != inbound.SignalForeignPlaceholder {
+	if got != "to "+h2[0] || len(sigs) != 1 || sigs[0].ID != policies.SignalForeignPlaceholder {
 		t.Fatalf("foreign restore = %q %v", got, sigs)
 	}
 	if strings.Contains(sigs[0].Preview+sigs[0].Message, email) {
@@ -381,7 +381,7 @@ func TestMangledPlaceholders(t *testing.T) {
 				t.Fatalf("Restore(%q) = %q, %d signals %v; want %q, %d", tt.in, got, len(sigs), sigs, tt.want, tt.foreign)
 			}
 			for _, s := range sigs {
-				if s.ID != inbound.SignalForeignPlaceholder {
+				if s.ID != policies.SignalForeignPlaceholder {
 					t.Errorf("signal %s", s.ID)
 				}
 			}

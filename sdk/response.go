@@ -16,7 +16,7 @@ func foreignSignals(fs []foreignToken, base int) []inbound.Signal {
 	out := make([]inbound.Signal, 0, len(fs))
 	for _, f := range fs {
 		out = append(out, inbound.Signal{
-			ID: inbound.SignalForeignPlaceholder, Start: base + f.start, End: base + f.end,
+			ID: policies.SignalForeignPlaceholder, Start: base + f.start, End: base + f.end,
 			Preview:    "[[" + f.label + "_…]]",
 			Message:    "a redaction placeholder this exchange did not mint (another request's), not restored",
 			Confidence: 1,
@@ -111,7 +111,7 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	fail := func(stage string, e error) ([]byte, error) {
 		if x.session != nil {
 			_, _ = safeCall(func() ([]inbound.Signal, error) {
-				return x.session.Close(ctx, inbound.End{Truncated: true})
+				return x.session.Close(ctx, inbound.End{Refused: true})
 			})
 		}
 		if x.g.policy.FailOpen {
@@ -162,17 +162,12 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		if err != nil {
 			return fail("verify", err)
 		}
-		s2, err := safeCall(func() ([]inbound.Signal, error) { return x.session.Close(ctx, end) })
-		if err != nil {
-			return fail("verify", err)
-		}
-		sigs = append(append(sigs, s1...), s2...)
+		sigs = append(sigs, s1...)
 	}
-	s3, err := x.tightUsage(end, sigs)
+	sigs, err = x.closeSession(ctx, end, sigs)
 	if err != nil {
 		return fail("verify", err)
 	}
-	sigs = append(sigs, s3...)
 	if blocking := x.apply(sigs); len(blocking) > 0 {
 		x.settle(true)
 		return nil, x.contamination(blocking)
@@ -238,4 +233,38 @@ func (x *Exchange) errorResponse(ctx context.Context, status int, contentType st
 func endOf(sum wire.Summary, truncated bool) inbound.End {
 	return inbound.End{IDs: sum.IDs, Model: sum.Model, FinishReason: sum.FinishReason, HasUsage: sum.Usage.Present,
 		PromptTokens: sum.Usage.PromptTokens, CompletionTokens: sum.Usage.CompletionTokens, Truncated: truncated}
+}
+
+// closeSession ends the verification of a complete response whose signals
+// so far are sigs, and returns them with the rest: the guard's exact usage
+// check and the session's last signals. The session is told whether the
+// guard refuses the response already, so that a refused answer is never
+// remembered as anyone's source.
+func (x *Exchange) closeSession(ctx context.Context, end inbound.End, sigs []inbound.Signal) ([]inbound.Signal, error) {
+	tight, err := x.tightUsage(end, sigs)
+	if err != nil {
+		return sigs, err
+	}
+	if x.session == nil {
+		return append(sigs, tight...), nil
+	}
+	end.Refused = x.blocks(sigs) || x.blocks(tight)
+	last, err := safeCall(func() ([]inbound.Signal, error) { return x.session.Close(ctx, end) })
+	sigs = append(sigs, last...)
+	for _, s := range last {
+		if s.ID == policies.SignalUsageMismatch {
+			tight = nil // reported once
+		}
+	}
+	return append(sigs, tight...), err
+}
+
+// blocks reports whether any of sigs blocks under the policy.
+func (x *Exchange) blocks(sigs []inbound.Signal) bool {
+	for _, s := range sigs {
+		if x.g.policy.Inbound.Action(s.ID) == policies.SignalBlock {
+			return true
+		}
+	}
+	return false
 }

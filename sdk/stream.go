@@ -69,8 +69,8 @@ type streamFilter struct {
 	closed  bool
 	sawDone bool
 	sum     wire.Summary // the stream's metadata, folded
-	err     error // sticky: returned once out is drained
-	open    bool  // failed open: pass raw events from now on
+	err     error        // sticky: returned once out is drained
+	open    bool         // failed open: pass raw events from now on
 }
 
 func (f *streamFilter) Close() error {
@@ -319,23 +319,11 @@ func (f *streamFilter) closeSession() {
 		return
 	}
 	f.closed = true
-	var sigs []inbound.Signal
-	if f.x.session != nil {
-		s, err := safeCall(func() ([]inbound.Signal, error) { return f.x.session.Close(f.ctx, endOf(f.sum, !f.sawDone)) })
-		if err != nil {
-			if !f.failOpen("verify") {
-				f.cutGuard("verify", err)
-				return
-			}
-		}
-		sigs = s
-	}
-	tight, err := f.x.tightUsage(endOf(f.sum, !f.sawDone), sigs)
+	sigs, err := f.x.closeSession(f.ctx, endOf(f.sum, !f.sawDone), nil)
 	if err != nil && !f.failOpen("verify") {
 		f.cutGuard("verify", err)
 		return
 	}
-	sigs = append(sigs, tight...)
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
 		f.cut(f.x.contamination(blocking))
 		return
@@ -388,7 +376,7 @@ func (f *streamFilter) cut(err error) {
 	if f.x.session != nil && !f.closed {
 		f.closed = true
 		_, _ = safeCall(func() ([]inbound.Signal, error) {
-			return f.x.session.Close(f.ctx, inbound.End{Truncated: true})
+			return f.x.session.Close(f.ctx, inbound.End{Refused: true})
 		})
 	}
 	f.closed = true

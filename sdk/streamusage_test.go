@@ -18,7 +18,6 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/inbound"
 	"github.com/aishield/aishield/sdk/verify"
 )
 
@@ -199,7 +198,7 @@ func TestStreamUsageCatchesDroppedPrompt(t *testing.T) {
 		}
 		st.Close()
 		var ce *sdk.ContaminationError
-		caught := errors.As(got, &ce) && len(ce.Signals) > 0 && ce.Signals[0].ID == inbound.SignalUsageMismatch
+		caught := errors.As(got, &ce) && len(ce.Signals) > 0 && ce.Signals[0].ID == policies.SignalUsageMismatch
 		if caught == noUsage {
 			t.Fatalf("NoStreamUsage=%v: stream error %v", noUsage, got)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/inbound"
 )
 
 // truncGuard is a guard for the paged-cache server at url, declaring only
@@ -99,7 +98,7 @@ func TestTokenizerCatchesTruncation(t *testing.T) {
 				t.Fatalf("server record %+v", rec)
 			}
 			var ce *sdk.ContaminationError
-			caught := errors.As(err, &ce) && ce.Signals[0].ID == inbound.SignalUsageMismatch
+			caught := errors.As(err, &ce) && ce.Signals[0].ID == policies.SignalUsageMismatch
 			if caught != (tokenizer != "") {
 				t.Fatalf("tokenizer %q stream %v: err %v", tokenizer, stream, err)
 			}

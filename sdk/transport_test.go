@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -249,8 +250,8 @@ func TestForeignPlaceholderNeverRestored(t *testing.T) {
 	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
 	var ce *sdk.ContaminationError
-	if !errors.As(err, &ce) || ce.Signals[0].ID != inbound.SignalForeignPlaceholder {
-		t.Fatalf("err = %v, want *ContaminationError with %s", err, inbound.SignalForeignPlaceholder)
+	if !errors.As(err, &ce) || ce.Signals[0].ID != policies.SignalForeignPlaceholder {
+		t.Fatalf("err = %v, want *ContaminationError with %s", err, policies.SignalForeignPlaceholder)
 	}
 	if strings.Contains(err.Error(), email) {
 		t.Fatal("the other request's value leaked into the error")
@@ -285,7 +286,7 @@ func (s *markerSession) Write(ctx context.Context, d inbound.Delta) ([]inbound.S
 	s.text.WriteString(d.Text)
 	if !before {
 		if i := strings.Index(s.text.String(), "FOREIGN"); i >= 0 {
-			return []inbound.Signal{{ID: inbound.SignalCrossExchange, Start: i, End: i + 7, Sources: []string{"abc123"}, Preview: "F*****N"}}, nil
+			return []inbound.Signal{{ID: policies.SignalCrossExchange, Start: i, End: i + 7, Sources: []string{"abc123"}, Preview: "F*****N"}}, nil
 		}
 	}
 	return nil, nil

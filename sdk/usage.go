@@ -27,11 +27,11 @@ const TightUsageRatio = 0.97
 // verifier reported is not reported twice).
 func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
 	if x.tokenizer == nil || len(x.prompt) == 0 || !end.HasUsage ||
-		x.g.policy.Inbound.Action(inbound.SignalUsageMismatch) == policies.SignalOff {
+		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) == policies.SignalOff {
 		return nil, nil
 	}
 	for _, s := range prior {
-		if s.ID == inbound.SignalUsageMismatch {
+		if s.ID == policies.SignalUsageMismatch {
 			return nil, nil
 		}
 	}
@@ -68,7 +68,7 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 		what = "at least"
 	}
 	enc := x.tokenizer.Encoding
-	return []inbound.Signal{{ID: inbound.SignalUsageMismatch, Confidence: 0.95,
+	return []inbound.Signal{{ID: policies.SignalUsageMismatch, Confidence: 0.95,
 		Message: fmt.Sprintf("the provider counted %d prompt tokens for a prompt of %s %d %s tokens (the destination's tokenizer): it did not process the whole prompt (truncated or dropped)",
 			end.PromptTokens, what, n, enc)}}, nil
 }

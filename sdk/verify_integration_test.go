@@ -9,8 +9,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/inbound"
 	"github.com/aishield/aishield/sdk/verify"
 )
 
@@ -67,7 +67,7 @@ func TestWithVerifier(t *testing.T) {
 		}
 		found := false
 		for _, s := range ce.Signals {
-			found = found || s.ID == inbound.SignalCrossExchange
+			found = found || s.ID == policies.SignalCrossExchange
 		}
 		if !found || len(ce.Sources) == 0 {
 			t.Fatalf("streamed=%v: signals %+v sources %v", streamed, ce.Signals, ce.Sources)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 )
 
 // StreamEvent is one parsed event of an OpenAI or Anthropic SSE stream. It is

@@ -20,17 +20,6 @@ import (
 	"github.com/aishield/aishield/classifiers"
 )
 
-// The inbound signal IDs. Each is a detector of its own with the policy's
-// action (policies.Inbound.Action).
-const (
-	SignalForeignEntity      = "inbound.foreign_entity"
-	SignalCanary             = "inbound.canary"
-	SignalCrossExchange      = "inbound.cross_exchange"
-	SignalTemplateFragment   = "inbound.template_fragment"
-	SignalUsageMismatch      = "inbound.usage_mismatch"
-	SignalForeignPlaceholder = "inbound.foreign_placeholder"
-)
-
 // Exchange describes one request as the guard saw and sent it. The guard
 // builds it once per exchange; a verifier must treat it as read-only.
 type Exchange struct {
@@ -68,6 +57,11 @@ type Exchange struct {
 	Canary string
 	// Streamed reports whether the response is a stream.
 	Streamed bool
+	// Principal names who sent the request (an API key's hash, a
+	// configured header, Options of the SDK), "" when unknown. Material
+	// that only exchanges of the same principal hold is that principal's
+	// own, not foreign.
+	Principal string
 }
 
 // Delta is one piece of response text handed to a [Session]: the whole text
@@ -95,13 +89,20 @@ type End struct {
 	HasUsage         bool
 	PromptTokens     int
 	CompletionTokens int
-	// Truncated reports that the stream ended without a terminal event.
+	// Truncated reports that the response ended without being complete: a
+	// stream without its terminal event, an upstream that failed, a caller
+	// that gave up.
 	Truncated bool
+	// Refused reports that the guard refused the response (a blocking
+	// signal, its own or the session's): nothing of it reached the
+	// caller, and nothing of it may become anyone's source.
+	Refused bool
 }
 
 // Signal is one inbound finding. It never carries a raw value.
 type Signal struct {
-	// ID is one of the Signal* constants (or another "inbound." ID).
+	// ID is one of the policies.Signal* constants (or another "inbound."
+	// ID).
 	ID string `json:"id"`
 	// Detector is the classifier detector behind the signal when there is
 	// one (e.g. "pii.email" for a foreign entity).

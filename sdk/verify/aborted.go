@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aishield/aishield/sdk/inbound"
+	"github.com/aishield/aishield/policies"
 )
 
 // Exchanges aborted mid-way are a source of contamination of their own. In
@@ -73,7 +73,7 @@ func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) error {
 	if exchangeID == "" {
 		return errors.New("verify: mark of an exchange without ID")
 	}
-	if v.opts.AbortWindow <= 0 || !v.on(inbound.SignalCrossExchange) {
+	if v.opts.AbortWindow <= 0 || !v.on(policies.SignalCrossExchange) {
 		return nil
 	}
 	key := abortKey(exchangeID, v.abortSlot(v.now()))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aishield/aishield/internal/redistest"
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -76,7 +77,7 @@ func askBakery(t *testing.T, v *Verifier, id string) *Verdict {
 
 func namesAborted(vd *Verdict) bool {
 	for _, s := range vd.Signals {
-		if s.ID == inbound.SignalCrossExchange && s.Action == "block" && len(s.Sources) == 1 && s.Sources[0] == "A" &&
+		if s.ID == policies.SignalCrossExchange && s.Action == "block" && len(s.Sources) == 1 && s.Sources[0] == "A" &&
 			strings.Contains(s.Message, "ended without a complete answer") {
 			return true
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
@@ -121,7 +122,7 @@ func FuzzSession(f *testing.F) {
 			if sg.Start < 0 || sg.End > len(text) || sg.Start > sg.End {
 				t.Fatalf("span %d-%d outside %d bytes", sg.Start, sg.End, len(text))
 			}
-			if sg.ID == inbound.SignalForeignEntity && len(text[sg.Start:sg.End]) > 8 && strings.Contains(sg.Preview, text[sg.Start:sg.End]) {
+			if sg.ID == policies.SignalForeignEntity && len(text[sg.Start:sg.End]) > 8 && strings.Contains(sg.Preview, text[sg.Start:sg.End]) {
 				t.Fatalf("preview reveals the value")
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
@@ -109,7 +110,7 @@ func TestCrossExchangeRootCauses(t *testing.T) {
 				}
 				got := false
 				for _, s := range vd.Signals {
-					if s.ID != inbound.SignalCrossExchange || len(s.Sources) != 1 || s.Sources[0] != "ex-first" {
+					if s.ID != policies.SignalCrossExchange || len(s.Sources) != 1 || s.Sources[0] != "ex-first" {
 						t.Fatalf("stream=%v: unexpected signal %+v", stream, s)
 					}
 					got = true

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -473,8 +474,8 @@ func TestQuality(t *testing.T) {
 		fragMin, fragMax    = 1 << 30, 0
 		fragSum             int
 	)
-	want := map[string]string{"entity": inbound.SignalForeignEntity, "canary": inbound.SignalCanary, "text": inbound.SignalCrossExchange,
-		"short": inbound.SignalCrossExchange}
+	want := map[string]string{"entity": policies.SignalForeignEntity, "canary": policies.SignalCanary, "text": policies.SignalCrossExchange,
+		"short": policies.SignalCrossExchange}
 	for i := 0; i < n; i++ {
 		if i%abortEvery == abortEvery-1 {
 			// An exchange aborted before any answer (as in a client
@@ -673,7 +674,7 @@ func TestQuality(t *testing.T) {
 				// entity streams in: a cross-exchange signal naming the
 				// source catches it too.
 				named := slices.Contains(s.Sources, src.ge.ex.ID)
-				if s.Action == "block" && (s.ID == want[kind] && (kind == "entity" || named) || kind == "entity" && s.ID == inbound.SignalCrossExchange && named) {
+				if s.Action == "block" && (s.ID == want[kind] && (kind == "entity" || named) || kind == "entity" && s.ID == policies.SignalCrossExchange && named) {
 					ok = true
 				}
 			}

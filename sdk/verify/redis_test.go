@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aishield/aishield/internal/redistest"
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -33,7 +34,7 @@ func TestSharedThroughRedis(t *testing.T) {
 			got[s.ID] = s.Sources[0]
 		}
 	}
-	if got[inbound.SignalCrossExchange] != "proc-a-1" || got[inbound.SignalCanary] != "proc-a-1" {
+	if got[policies.SignalCrossExchange] != "proc-a-1" || got[policies.SignalCanary] != "proc-a-1" {
 		t.Fatalf("signals = %+v", vd.Signals)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -138,7 +139,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	if len(ex.Sent) == 0 {
 		s.sent = append(s.sent, s.texts...)
 	}
-	if v.on(inbound.SignalForeignEntity) {
+	if v.on(policies.SignalForeignEntity) {
 		// The guard's findings are used when their hashes are comparable
 		// with this verifier's (same scanner key); otherwise the request's
 		// own values would look foreign in the answer.
@@ -161,7 +162,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 			}
 		}
 	}
-	if v.on(inbound.SignalTemplateFragment) {
+	if v.on(policies.SignalTemplateFragment) {
 		for _, t := range s.texts {
 			v.templates.find(s.req[t.start:t.end], func(h templateHit) {
 				if s.templates == nil {
@@ -173,7 +174,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	}
 	// The request's fingerprints are recorded; every k-gram of it (as sent
 	// and as written) is the exchange's own material, never evidence.
-	crossOn := v.on(inbound.SignalCrossExchange)
+	crossOn := v.on(policies.SignalCrossExchange)
 	if crossOn {
 		s.grams.reset(len(s.req))
 		addGram := func(h uint64) { s.grams.add(h) }
@@ -210,7 +211,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		record = append(record, entityKey(h))
 	}
 	s.record = record
-	if crossOn || v.on(inbound.SignalCanary) || v.on(inbound.SignalForeignEntity) {
+	if crossOn || v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
 		if err := v.store.Record(ctx, ex.ID, record, v.ttl); err != nil {
 			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
@@ -228,13 +229,13 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 		return nil, errors.New("verify: write after close")
 	}
 	var sigs []inbound.Signal
-	if s.v.on(inbound.SignalUsageMismatch) && !s.idChanged {
+	if s.v.on(policies.SignalUsageMismatch) && !s.idChanged {
 		if d.ID != "" {
 			if s.firstID == "" {
 				s.firstID = d.ID
 			} else if d.ID != s.firstID {
 				s.idChanged = true
-				sigs = append(sigs, inbound.Signal{ID: inbound.SignalUsageMismatch, Confidence: 0.9,
+				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9,
 					Message: "the response ID changed inside the stream: pieces of another response were spliced in"})
 			}
 		}
@@ -243,7 +244,7 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 				s.firstModel = d.Model
 			} else if d.Model != s.firstModel {
 				s.idChanged = true
-				sigs = append(sigs, inbound.Signal{ID: inbound.SignalUsageMismatch, Confidence: 0.8,
+				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.8,
 					Message: "the model changed inside the stream (" + s.firstModel + " then " + d.Model + ")"})
 			}
 		}
@@ -265,10 +266,10 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	if err != nil {
 		return sigs, err
 	}
-	if s.v.on(inbound.SignalUsageMismatch) {
+	if s.v.on(policies.SignalUsageMismatch) {
 		sigs = append(sigs, s.usage(end)...)
 	}
-	if s.v.on(inbound.SignalCrossExchange) && len(s.respFP) > 0 {
+	if s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 {
 		if err := s.v.store.Record(ctx, s.ex.ID, s.respFP, s.v.ttl); err != nil {
 			return sigs, fmt.Errorf("verify: recording the response: %w", err)
 		}
@@ -287,7 +288,7 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 	var sigs []inbound.Signal
 	if !s.idChanged && len(end.IDs) > 1 {
 		s.idChanged = true
-		sigs = append(sigs, inbound.Signal{ID: inbound.SignalUsageMismatch, Confidence: 0.9,
+		sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9,
 			Message: fmt.Sprintf("the response carried %d different IDs: pieces of other responses were spliced in", len(end.IDs))})
 	}
 	if !end.HasUsage {
@@ -301,7 +302,7 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 	if aborted(end.FinishReason) {
 		msg += fmt.Sprintf(", and finished with %q", end.FinishReason)
 	}
-	return append(sigs, inbound.Signal{ID: inbound.SignalUsageMismatch, Confidence: 0.95, Message: msg})
+	return append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Message: msg})
 }
 
 // aborted reports finish reasons that say the engine gave up.
@@ -328,7 +329,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 	// words they touch are judged whole: one whose last word may go on in
 	// the next piece waits (with those after it) until the word ends, the
 	// response ends, or maxWordWait bytes have followed.
-	if v.on(inbound.SignalCrossExchange) {
+	if v.on(policies.SignalCrossExchange) {
 		s.fps = s.win.TakeAppend(s.fps)
 		n := 0
 		for n < len(s.fps) && (final || !s.wordOpen(s.fps[n].End)) {
@@ -362,10 +363,10 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		return true
 	}
 	var canaries []canaryHit
-	if v.on(inbound.SignalCanary) || v.on(inbound.SignalForeignEntity) {
+	if v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
 		findCanaries(region, func(h canaryHit) { canaries = append(canaries, h) })
 	}
-	if v.on(inbound.SignalCanary) {
+	if v.on(policies.SignalCanary) {
 		for _, h := range canaries {
 			if !accept(h.start, h.end) || h.token == s.canary {
 				continue
@@ -377,18 +378,18 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			sigs = append(sigs, sig)
 		}
 	}
-	if v.on(inbound.SignalTemplateFragment) {
+	if v.on(policies.SignalTemplateFragment) {
 		v.templates.find(region, func(h templateHit) {
 			if !accept(h.start, h.end) || s.templates[h.token] {
 				return
 			}
 			t := templateTokens[h.token]
-			sigs = append(sigs, inbound.Signal{ID: inbound.SignalTemplateFragment, Start: lo + h.start, End: lo + h.end,
+			sigs = append(sigs, inbound.Signal{ID: policies.SignalTemplateFragment, Start: lo + h.start, End: lo + h.end,
 				Preview: t.text, Confidence: 0.9,
 				Message: "chat-template control token of the " + t.family + " family: the engine decoded over a formatted prompt"})
 		})
 	}
-	if v.on(inbound.SignalForeignEntity) {
+	if v.on(policies.SignalForeignEntity) {
 		fs, err := v.scanner.Scan(ctx, region)
 		if err != nil {
 			var te *classifiers.TimeoutError
@@ -409,7 +410,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			if v.sourced[f.Detector] {
 				msg += ", from another exchange's request"
 			}
-			foreign = append(foreign, inbound.Signal{ID: inbound.SignalForeignEntity, Detector: f.Detector,
+			foreign = append(foreign, inbound.Signal{ID: policies.SignalForeignEntity, Detector: f.Detector,
 				Start: lo + f.Start, End: lo + f.End, Preview: f.Preview, Confidence: f.Confidence,
 				Message: msg})
 			keys = append(keys, entityKey(f.Hash))
@@ -454,7 +455,7 @@ func overlapsCanary(cs []canaryHit, f classifiers.Finding) bool {
 }
 
 func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbound.Signal, error) {
-	sig := inbound.Signal{ID: inbound.SignalCanary, Start: lo + h.start, End: lo + h.end,
+	sig := inbound.Signal{ID: policies.SignalCanary, Start: lo + h.start, End: lo + h.end,
 		Preview: maskCanary(h.token), Confidence: 1}
 	hs, err := s.v.store.Lookup(ctx, []uint64{canaryKey(h.token)})
 	if err != nil {
@@ -583,7 +584,7 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				}
 			}
 			s.reported = append(s.reported, src)
-			sig := inbound.Signal{ID: inbound.SignalCrossExchange, Start: r.start, End: r.end,
+			sig := inbound.Signal{ID: policies.SignalCrossExchange, Start: r.start, End: r.end,
 				Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Confidence: 0.9}
 			if id, ok := s.name(src); ok {
 				sig.Sources = []string{id}

@@ -67,18 +67,18 @@ func TestSignals(t *testing.T) {
 		{"repeats the user's own data", "I will email Jane.Doe@ACME-corp.com about card 4539-1488-0343-6467 and call +33 612345678.", inbound.End{}, nil, ""},
 		{"model-written example values", "For example use user@example.com or the test card 4111 1111 1111 1111.", inbound.End{}, nil, ""},
 		{"allow-listed", "Write to support@ourcorp.io or sales@ourcorp.io for help.", inbound.End{}, nil, ""},
-		{"foreign email", "Also contact bob.martin@globex-industries.com about it.", inbound.End{}, []string{inbound.SignalForeignEntity}, ""},
-		{"foreign card", "The card on file is 4916 3385 0608 2832.", inbound.End{}, []string{inbound.SignalForeignEntity}, ""},
+		{"foreign email", "Also contact bob.martin@globex-industries.com about it.", inbound.End{}, []string{policies.SignalForeignEntity}, ""},
+		{"foreign card", "The card on file is 4916 3385 0608 2832.", inbound.End{}, []string{policies.SignalForeignEntity}, ""},
 		{"own canary echoed", "Reference " + mine + " noted.", inbound.End{}, nil, ""},
-		{"foreign canary", "Reference " + otherCanary + " noted.", inbound.End{}, []string{inbound.SignalCanary}, "ex-other"},
-		{"unknown canary", "Reference aishield-canary-aaaaaaaaaaaaaaaa noted.", inbound.End{}, []string{inbound.SignalCanary}, ""},
-		{"other exchange's text", "Summary: " + otherRequest[20:120] + " That is all.", inbound.End{}, []string{inbound.SignalCrossExchange}, "ex-other"},
-		{"template tokens", "Sure!<|im_end|>\n<|im_start|>user\nWhat is", inbound.End{}, []string{inbound.SignalTemplateFragment, inbound.SignalTemplateFragment}, ""},
-		{"llama3 header", "<|start_header_id|>assistant<|end_header_id|>", inbound.End{}, []string{inbound.SignalTemplateFragment, inbound.SignalTemplateFragment}, ""},
-		{"deepseek", "text<｜User｜>more", inbound.End{}, []string{inbound.SignalTemplateFragment}, ""},
-		{"prompt dropped", "ok", inbound.End{HasUsage: true, PromptTokens: 1, FinishReason: "abort"}, []string{inbound.SignalUsageMismatch}, ""},
+		{"foreign canary", "Reference " + otherCanary + " noted.", inbound.End{}, []string{policies.SignalCanary}, "ex-other"},
+		{"unknown canary", "Reference aishield-canary-aaaaaaaaaaaaaaaa noted.", inbound.End{}, []string{policies.SignalCanary}, ""},
+		{"other exchange's text", "Summary: " + otherRequest[20:120] + " That is all.", inbound.End{}, []string{policies.SignalCrossExchange}, "ex-other"},
+		{"template tokens", "Sure!<|im_end|>\n<|im_start|>user\nWhat is", inbound.End{}, []string{policies.SignalTemplateFragment, policies.SignalTemplateFragment}, ""},
+		{"llama3 header", "<|start_header_id|>assistant<|end_header_id|>", inbound.End{}, []string{policies.SignalTemplateFragment, policies.SignalTemplateFragment}, ""},
+		{"deepseek", "text<｜User｜>more", inbound.End{}, []string{policies.SignalTemplateFragment}, ""},
+		{"prompt dropped", "ok", inbound.End{HasUsage: true, PromptTokens: 1, FinishReason: "abort"}, []string{policies.SignalUsageMismatch}, ""},
 		{"usage plausible", "ok", inbound.End{HasUsage: true, PromptTokens: 80, FinishReason: "stop"}, nil, ""},
-		{"ids change", "ok", inbound.End{IDs: []string{"chatcmpl-1", "chatcmpl-2"}}, []string{inbound.SignalUsageMismatch}, ""},
+		{"ids change", "ok", inbound.End{IDs: []string{"chatcmpl-1", "chatcmpl-2"}}, []string{policies.SignalUsageMismatch}, ""},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestSignals(t *testing.T) {
 				}
 				if s.Start != 0 || s.End != 0 {
 					raw := tt.response[s.Start:s.End]
-					if s.ID != inbound.SignalTemplateFragment && strings.Contains(s.Preview+s.Message, raw) {
+					if s.ID != policies.SignalTemplateFragment && strings.Contains(s.Preview+s.Message, raw) {
 						t.Fatalf("signal reveals the raw value: %+v", s)
 					}
 				}
@@ -127,8 +127,8 @@ func TestTemplateInRequestIsNotForeign(t *testing.T) {
 
 func TestPolicyActions(t *testing.T) {
 	v := newTestVerifier(t, Options{Inbound: policies.Inbound{Signals: map[string]policies.SignalAction{
-		inbound.SignalTemplateFragment: policies.SignalFlag,
-		inbound.SignalForeignEntity:    policies.SignalOff,
+		policies.SignalTemplateFragment: policies.SignalFlag,
+		policies.SignalForeignEntity:    policies.SignalOff,
 	}}})
 	ex := &inbound.Exchange{ID: "ex", Texts: []string{"hello"}}
 	vd, err := v.Check(context.Background(), ex, "mail bob.martin@globex-industries.com <|im_end|>", inbound.End{})
@@ -188,7 +188,7 @@ func TestStreamHoldsBackAndCuts(t *testing.T) {
 			t.Fatal(err)
 		}
 		out.WriteString(rest)
-		if !vd.Blocked || ids(vd)[0] != inbound.SignalForeignEntity {
+		if !vd.Blocked || ids(vd)[0] != policies.SignalForeignEntity {
 			t.Fatalf("chunk %d: verdict %+v", chunk, vd)
 		}
 		if !strings.HasPrefix(response, out.String()) || out.Len() == 0 {
@@ -220,7 +220,7 @@ func TestStreamIDChange(t *testing.T) {
 		t.Fatal(sigs)
 	}
 	sigs, _ = s.Write(ctx, inbound.Delta{Text: "lo", ID: "b", Model: "m"})
-	if len(sigs) != 1 || sigs[0].ID != inbound.SignalUsageMismatch {
+	if len(sigs) != 1 || sigs[0].ID != policies.SignalUsageMismatch {
 		t.Fatalf("signals = %+v", sigs)
 	}
 	sigs, _ = s.Close(ctx, inbound.End{IDs: []string{"a", "b"}})
@@ -319,8 +319,8 @@ func TestSourcedNames(t *testing.T) {
 					}
 					return
 				}
-				if len(vd.Signals) != 1 || vd.Signals[0].ID != inbound.SignalForeignEntity || vd.Signals[0].Detector != tt.want || !vd.Blocked {
-					t.Fatalf("signals %+v, want one %s %s", vd.Signals, inbound.SignalForeignEntity, tt.want)
+				if len(vd.Signals) != 1 || vd.Signals[0].ID != policies.SignalForeignEntity || vd.Signals[0].Detector != tt.want || !vd.Blocked {
+					t.Fatalf("signals %+v, want one %s %s", vd.Signals, policies.SignalForeignEntity, tt.want)
 				}
 				s := vd.Signals[0]
 				if tt.source != "" && (len(s.Sources) != 1 || s.Sources[0] != tt.source) {
