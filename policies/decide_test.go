@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -244,5 +245,47 @@ func BenchmarkMatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		p.Match("https://api.anthropic.com/v1/messages", "anthropic", "claude-x")
+	}
+}
+
+// TestEvaluateCapacityFirst: a request over its destination's capacity is
+// refused on capacity alone, without being classified, whoever evaluates
+// it; within capacity the findings decide.
+func TestEvaluateCapacityFirst(t *testing.T) {
+	p, err := Preset("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Destination{Name: "small", Field: "destinations[0]", MaxLevel: "public", Action: ActionRedact, MaxInputTokens: 40}
+	ev, err := NewEvaluator(p, EvaluatorOptions{Key: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "Write to jean.dupont@acme-corp.fr about the invoice."
+	tests := []struct {
+		name     string
+		in       Input
+		action   Action
+		over     bool
+		findings int
+	}{
+		{"within capacity", Input{Texts: []string{text}}, ActionRedact, false, 1},
+		{"over capacity, counted", Input{Texts: []string{strings.Repeat(text+" ", 10)}}, ActionBlock, true, 0},
+		{"over capacity, stated", Input{Texts: []string{text}, Tokens: 900000}, ActionBlock, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := ev.Evaluate(context.Background(), d, tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flat, _ := out.Flat()
+			if out.Decision.Action != tt.action || out.Decision.OverCapacity != tt.over || len(flat) != tt.findings {
+				t.Fatalf("got %s over=%v with %d findings, want %s over=%v with %d", out.Decision.Action, out.Decision.OverCapacity, len(flat), tt.action, tt.over, tt.findings)
+			}
+			if tt.over && (out.Decision.Level != "" || len(out.Decision.Reasons) != 1) {
+				t.Errorf("over capacity: level %q, reasons %+v; want the capacity reason alone", out.Decision.Level, out.Decision.Reasons)
+			}
+		})
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/aishield/aishield/classifiers"
-	"github.com/aishield/aishield/internal/tokens"
 )
 
 // A policy test file is YAML:
@@ -61,11 +60,6 @@ type TestOptions struct {
 	// HashKey keys the findings' hashes; nil uses a fixed key (test
 	// reports carry no hashes).
 	HashKey []byte
-	// Tokens counts the tokens of a case's input against the destination's
-	// max_input_tokens (0: no limit) when the case does not give a count;
-	// nil counts like the guard does (fast bounds, then the o200k_base
-	// tokenizer only near the limit, plus the per-request overhead).
-	Tokens func(text string, limit int) (int, error)
 }
 
 // Test statuses.
@@ -178,13 +172,6 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 	}
 	if opts.HashKey == nil {
 		opts.HashKey = []byte("aishield policy test")
-	}
-	if opts.Tokens == nil {
-		var c tokens.Counter
-		opts.Tokens = func(text string, limit int) (int, error) {
-			n, err := c.Check([]string{text}, limit)
-			return n.Tokens, err
-		}
 	}
 	var files []string
 	rep := &TestReport{Results: []TestResult{}}
@@ -316,15 +303,21 @@ func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestRe
 		fail(fmt.Errorf("policy %s: %w", p.Source, err))
 		return
 	}
+	ev, err := NewEvaluator(p, EvaluatorOptions{Classifier: sc})
+	if err != nil {
+		fail(fmt.Errorf("policy %s: %w", p.Source, err))
+		return
+	}
 	for i, c := range tf.Cases {
 		if ctx.Err() != nil {
 			return
 		}
-		rep.add(runCase(ctx, p, sc, dir, path, i, c, opts))
+		rep.add(runCase(ctx, ev, sc, dir, path, i, c))
 	}
 }
 
-func runCase(ctx context.Context, p *Policy, sc *classifiers.Scanner, dir, file string, i int, c rawTestCase, opts TestOptions) TestResult {
+func runCase(ctx context.Context, ev *Evaluator, sc *classifiers.Scanner, dir, file string, i int, c rawTestCase) TestResult {
+	p := ev.Policy()
 	res := TestResult{File: file, Name: c.Name, Destination: c.Destination}
 	if res.Name == "" {
 		res.Name = fmt.Sprintf("cases[%d]", i)
@@ -352,14 +345,20 @@ func runCase(ctx context.Context, p *Policy, sc *classifiers.Scanner, dir, file 
 	if err != nil {
 		return errorf("cases[%d].destination: %v", i, err)
 	}
-	var findings []classifiers.Finding
-	var text string
+	// The same evaluation as the guard's: capacity first, then the
+	// classification and the decision.
+	in := Input{}
+	if c.Tokens != nil {
+		if *c.Tokens <= 0 {
+			return errorf("cases[%d].tokens: must be positive", i)
+		}
+		in.Tokens = *c.Tokens
+	}
 	switch {
 	case c.Input != nil && c.File != "":
 		return errorf("cases[%d]: give input or file, not both", i)
 	case c.Input != nil:
-		text = *c.Input
-		findings, err = sc.ScanString(ctx, text)
+		in.Texts = []string{*c.Input}
 	case c.File != "":
 		name := c.File
 		if !filepath.IsAbs(name) {
@@ -376,26 +375,22 @@ func runCase(ctx context.Context, p *Policy, sc *classifiers.Scanner, dir, file 
 		if doc.Skipped {
 			return errorf("cases[%d].file: %s", i, doc.Note)
 		}
-		text, findings = doc.Text, doc.Findings
+		in.Texts, in.Findings = []string{doc.Text}, [][]classifiers.Finding{doc.Findings}
 	default:
 		return errorf("cases[%d]: input or file is required", i)
 	}
+	out, err := ev.Evaluate(ctx, d, in)
 	if err != nil {
-		return errorf("cases[%d]: scan: %v", i, err)
+		return errorf("cases[%d]: %v", i, err)
 	}
-	var n int
-	if c.Tokens != nil {
-		n = *c.Tokens
-	} else if n, err = opts.Tokens(text, d.MaxInputTokens); err != nil {
-		return errorf("cases[%d]: counting tokens: %v", i, err)
-	}
-	dec := p.Decide(d, findings, n)
+	dec := out.Decision
+	flat, _ := out.Flat()
 	level := dec.Level
 	if level == "" {
 		level = "none"
 	}
 	over := dec.OverCapacity
-	got := &Outcome{Action: dec.Action, Level: &level, Detectors: detectorSet(findings), OverCapacity: &over}
+	got := &Outcome{Action: dec.Action, Level: &level, Detectors: detectorSet(flat), OverCapacity: &over}
 	res.Got, res.Want = got, want
 
 	if got.Action != want.Action {

@@ -33,10 +33,14 @@ type AuditRecord struct {
 	// Detectors counts outbound findings per detector ID.
 	Detectors map[string]int `json:"detectors,omitempty"`
 	Redacted  int            `json:"redacted,omitempty"`
-	// Verdict is the inbound verdict: "clean", "flagged", "contaminated",
-	// "unverified" (no verifier, or failed open), "error" (the upstream or
-	// the guard failed) or "not_sent".
-	Verdict string `json:"verdict"`
+	// Principal is who sent the request, when known.
+	Principal string `json:"principal,omitempty"`
+	// Verdict is the inbound verdict (see the Verdict constants).
+	Verdict Verdict `json:"verdict"`
+	// Checks are the inbound checks the response got: the signal IDs the
+	// policy does not turn off, or only inbound.foreign_placeholder when
+	// verification is off. Absent for a request that was not sent.
+	Checks []string `json:"checks,omitempty"`
 	// Signals counts inbound signals per ID; Sources lists the exchange IDs
 	// foreign material came from.
 	Signals  map[string]int `json:"signals,omitempty"`
@@ -45,9 +49,9 @@ type AuditRecord struct {
 	Status   int            `json:"status,omitempty"`
 	// FailedOpen names the stage where the guard failed and the policy let
 	// the exchange through; Failure names the stage of a closed failure.
-	FailedOpen string `json:"failed_open,omitempty"`
-	Failure    string `json:"failure,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	FailedOpen Stage `json:"failed_open,omitempty"`
+	Failure    Stage `json:"failure,omitempty"`
+	DurationMS int64 `json:"duration_ms"`
 	// Prev is the SHA-256 (hex) of the previous line without its newline;
 	// 64 zeros for the first line of a trail.
 	Prev string `json:"prev"`
@@ -184,14 +188,15 @@ func ReadAudit(r io.Reader, allowContinuation bool, fn func(line int, rec *Audit
 	return n, prev, nil
 }
 
-// record appends the exchange to the audit trail, once.
+// record appends the exchange to the audit trail and hands its record to
+// Options.OnRecord, once.
 func (g *Guard) record(x *Exchange) {
 	x.once.Do(func() {
-		if g.audit == nil {
+		if g.audit == nil && g.onRecord == nil {
 			return
 		}
 		rec := &AuditRecord{
-			Time: x.start.UTC(), Exchange: x.ID, Destination: x.Destination, Model: x.Model,
+			Time: x.start.UTC(), Exchange: x.ID, Destination: x.Destination, Principal: x.Principal, Model: x.Model,
 			Kind: x.Kind, Tokens: x.Tokens, TokensExact: x.TokensExact,
 			Decision: string(x.Decision.Action), Level: x.Decision.Level,
 			OverCapacity: x.Decision.OverCapacity, Redacted: x.Redacted,
@@ -204,13 +209,16 @@ func (g *Guard) record(x *Exchange) {
 		if rec.Decision == "" {
 			rec.Decision = "block"
 		}
+		if x.verdict != VerdictNotSent && x.Kind != "text" {
+			rec.Checks = g.checks
+		}
 		if len(x.Findings) > 0 {
 			rec.Detectors = x.Findings
 		}
 		if x.FailedOpen {
 			rec.FailedOpen = x.failNote
-			if rec.Verdict == "" || rec.Verdict == "clean" {
-				rec.Verdict = "unverified"
+			if rec.Verdict == "" || rec.Verdict == VerdictClean {
+				rec.Verdict = VerdictUnverified
 			}
 		} else if x.failNote != "" {
 			rec.Failure = x.failNote
@@ -229,6 +237,11 @@ func (g *Guard) record(x *Exchange) {
 			}
 			sort.Strings(rec.Sources)
 		}
-		_ = g.audit.Append(rec) // a failed log stops later requests (see Check)
+		if g.audit != nil {
+			_ = g.audit.Append(rec) // a failed log stops later requests (see Check)
+		}
+		if g.onRecord != nil {
+			g.onRecord(*rec)
+		}
 	})
 }

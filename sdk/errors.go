@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -87,16 +88,71 @@ func (e *ContaminationError) Error() string {
 	return b.String()
 }
 
+// Stage names where the guard failed (GuardError.Stage, the audit
+// record's failure and failed_open fields).
+type Stage string
+
+// The stages of the guard.
+const (
+	// StageRandom: Options.Rand failed; the request is not sent, whatever
+	// the failure mode, since it has no ID nor secret.
+	StageRandom Stage = "random"
+	// StageParse: the request could not be read or parsed.
+	StageParse Stage = "parse"
+	// StageTokens: the token count failed.
+	StageTokens Stage = "tokens"
+	// StageClassify: a classifier timed out, panicked or misbehaved.
+	StageClassify Stage = "classify"
+	// StageRewrite: the redacted body could not be re-encoded.
+	StageRewrite Stage = "rewrite"
+	// StageVerify: the verifier failed or panicked.
+	StageVerify Stage = "verify"
+	// StageResponse: a whole response could not be read or parsed.
+	StageResponse Stage = "response"
+	// StageStream: a streamed response could not be parsed.
+	StageStream Stage = "stream"
+	// StageAudit: the audit trail cannot be written.
+	StageAudit Stage = "audit"
+	// StageGuard: any other failure of the guard.
+	StageGuard Stage = "guard_error"
+)
+
+// Verdict is the inbound outcome of an exchange, as the audit trail
+// records it.
+type Verdict string
+
+// The verdicts.
+const (
+	// VerdictClean: the response was verified and delivered.
+	VerdictClean Verdict = "clean"
+	// VerdictFlagged: signals the policy only flags; delivered.
+	VerdictFlagged Verdict = "flagged"
+	// VerdictContaminated: a blocking signal; not delivered (a stream is
+	// cut before the unverified text).
+	VerdictContaminated Verdict = "contaminated"
+	// VerdictUnverified: delivered without verification (the guard failed
+	// open, a body it cannot read as text, a response that did not come
+	// back through the guard).
+	VerdictUnverified Verdict = "unverified"
+	// VerdictError: the upstream or the guard failed; nothing delivered
+	// but the provider's own error.
+	VerdictError Verdict = "error"
+	// VerdictNotSent: the request was refused; nothing was sent.
+	VerdictNotSent Verdict = "not_sent"
+)
+
+// ErrTooLarge is wrapped by the errors of bodies larger than the limit
+// of the door that reads them (Transport.MaxBody): find it with errors.Is.
+var ErrTooLarge = errors.New("body larger than the limit")
+
 // GuardError reports a failure of the guard itself (a classifier timeout or
 // panic, an unparsable body or stream, a verifier failure). With the default
 // failure mode (closed) the request is not sent, or the response not
 // delivered; a policy with failure_mode: open lets it through instead and
 // only records the failure in the audit trail.
 type GuardError struct {
-	// Stage is where it failed: "parse", "classify", "verify", "response",
-	// "stream", "audit", or "random" (Options.Rand failed: the request is
-	// not sent, whatever the failure mode, since it has no ID nor secret).
-	Stage string
+	// Stage is where it failed.
+	Stage Stage
 	// Exchange is the exchange ID, when one was started.
 	Exchange string
 	Err      error

@@ -23,11 +23,17 @@ func echoServer() *httptest.Server {
 		var req struct {
 			Model    string `json:"model"`
 			Messages []struct {
+				Role    string `json:"role"`
 				Content string `json:"content"`
 			} `json:"messages"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		last := req.Messages[len(req.Messages)-1].Content
+		last := "" // the user's last message
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				last = m.Content
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": req.Model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",

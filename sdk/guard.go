@@ -10,54 +10,75 @@ import (
 	"io"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aishield/aishield/classifiers"
-	"github.com/aishield/aishield/internal/tokens"
 	"github.com/aishield/aishield/internal/wire"
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
+	"github.com/aishield/aishield/sdk/verify"
 )
 
-// Classifier finds sensitive values in a text. *classifiers.Scanner
-// implements it; the guard builds one from the policy unless
-// Options.Classifier is set. Implementations must be safe for concurrent
-// use.
-type Classifier interface {
-	ScanString(ctx context.Context, text string) ([]classifiers.Finding, error)
-}
-
-var _ Classifier = (*classifiers.Scanner)(nil)
+// Classifier finds sensitive values in a text; see policies.Classifier.
+// *classifiers.Scanner implements it.
+type Classifier = policies.Classifier
 
 // DefaultTimeout bounds the guard's own work on one request (classification)
 // when Options.Timeout is zero.
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = policies.DefaultTimeout
 
-// Options configures a Guard.
+// Options configures a Guard. Only Policy is required: the guard builds the
+// policy's scanner and the standard response verifier itself, so that a
+// guard built with the policy alone checks both directions.
 type Options struct {
 	// Policy is the policy to enforce. Required.
 	Policy *policies.Policy
 	// Destination forces the policy destination by name; "" matches each
 	// request's URL, provider and model against the policy's destinations
-	// (falling back to its default).
+	// (falling back to its default). Request.Destination overrides it.
 	Destination string
+	// Principal names who sends this guard's requests (a user, a tenant, a
+	// service) when Request.Principal does not; see inbound.Exchange.
+	Principal string
 	// Key keys the classifier's finding hashes. Nil draws a random key per
 	// Guard. Placeholder secrets are drawn per exchange regardless.
 	Key []byte
 	// Classifier replaces the scanner built from the policy.
 	Classifier Classifier
-	// Verifier checks every response (streamed ones incrementally). Nil
-	// checks only for foreign placeholders.
+	// Verifier replaces the standard verifier (package sdk/verify, built
+	// from the policy's inbound settings with the guard's scanner, Store
+	// and CanaryKey). Every response is verified unless NoVerify is set or
+	// the policy turns every inbound signal off.
 	Verifier ResponseVerifier
-	// Audit receives the audit trail. Nil writes none, unless AuditLog is
-	// set.
+	// NoVerify turns response verification off: responses are then checked
+	// only for placeholders this exchange did not mint, and the audit
+	// trail says so (its checks list only inbound.foreign_placeholder).
+	NoVerify bool
+	// Store is where the standard verifier remembers exchanges (their
+	// fingerprints, canaries and entities); nil keeps them in memory.
+	// Processes that share a fingerprint.RedisStore see each other's
+	// exchanges; they must then share Key and CanaryKey too.
+	Store fingerprint.Store
+	// CanaryKey keys the standard verifier's canaries; nil draws a random
+	// key.
+	CanaryKey []byte
+	// Audit receives the audit trail as a new chain. Nil writes none,
+	// unless AuditLog is set or the policy's audit section enables a file.
 	Audit io.Writer
 	// AuditLog, when set, is used instead of Audit (for example one opened
-	// with OpenAuditLog, which continues an existing file's chain).
+	// with OpenAuditLog, which continues an existing file's chain). With
+	// neither, a policy whose audit section is enabled has its file opened
+	// with OpenAuditLog, and Guard.Close closes it.
 	AuditLog *AuditLog
+	// OnRecord, when set, is called with every exchange's audit record
+	// (whether or not a trail is written), after it is appended; it must
+	// be safe for concurrent use and must not keep the record's maps.
+	OnRecord func(AuditRecord)
 	// Timeout bounds the classification of one request; 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -88,13 +109,14 @@ type Options struct {
 type Guard struct {
 	policy      *policies.Policy
 	dest        *policies.Destination
-	classifier  Classifier
+	principal   string
+	eval        *policies.Evaluator
 	verifier    ResponseVerifier
-	findingsKey string // the classifier's KeyID, "" when it has none
+	checks      []string // the inbound checks every response gets
+	findingsKey string   // the classifier's KeyID, "" when it has none
 	audit       *AuditLog
-	timeout     time.Duration
-	counter     *tokens.Counter
-	counters    map[string]*tokens.Counter // per declared destination tokenizer
+	auditFile   io.Closer // opened from the policy's audit section
+	onRecord    func(AuditRecord)
 	now         func() time.Time
 	noUsage     bool
 	randMu      sync.Mutex
@@ -102,27 +124,21 @@ type Guard struct {
 }
 
 // New builds a Guard. It fails when the policy is missing, the forced
-// destination is unknown, or the policy's classifier does not compile.
+// destination is unknown, the policy's classifier does not compile, or the
+// policy's audit file cannot be opened.
 func New(ctx context.Context, opts Options) (*Guard, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("sdk: Options.Policy is required")
 	}
 	g := &Guard{
-		policy:     opts.Policy,
-		classifier: opts.Classifier,
-		verifier:   opts.Verifier,
-		audit:      opts.AuditLog,
-		timeout:    opts.Timeout,
-		counter:    &tokens.Counter{Encoding: opts.Encoding},
-		now:        opts.Now,
-		noUsage:    opts.NoStreamUsage,
-		rand:       opts.Rand,
-	}
-	g.counters = map[string]*tokens.Counter{}
-	for _, d := range append(append([]*policies.Destination(nil), opts.Policy.Destinations...), opts.Policy.Default) {
-		if d != nil && d.Tokenizer != "" && g.counters[d.Tokenizer] == nil {
-			g.counters[d.Tokenizer] = &tokens.Counter{Encoding: d.Tokenizer}
-		}
+		policy:    opts.Policy,
+		principal: opts.Principal,
+		verifier:  opts.Verifier,
+		audit:     opts.AuditLog,
+		onRecord:  opts.OnRecord,
+		now:       opts.Now,
+		noUsage:   opts.NoStreamUsage,
+		rand:      opts.Rand,
 	}
 	if opts.Destination != "" {
 		d, ok := opts.Policy.Destination(opts.Destination)
@@ -131,23 +147,46 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		}
 		g.dest = d
 	}
-	if g.classifier == nil {
-		sc, err := opts.Policy.NewScanner(opts.Key)
-		if err != nil {
-			return nil, fmt.Errorf("sdk: policy %q: %w", opts.Policy.Name, err)
-		}
-		g.classifier = sc
+	ev, err := policies.NewEvaluator(opts.Policy, policies.EvaluatorOptions{Classifier: opts.Classifier, Key: opts.Key,
+		Timeout: opts.Timeout, Encoding: opts.Encoding})
+	if err != nil {
+		return nil, fmt.Errorf("sdk: %w", err)
 	}
-	if k, ok := g.classifier.(interface{ KeyID() string }); ok {
+	g.eval = ev
+	if k, ok := ev.Classifier().(interface{ KeyID() string }); ok {
 		// Lets a verifier tell whether it can compare the findings' hashes
 		// with its own (see inbound.Exchange.FindingsKey).
 		g.findingsKey = k.KeyID()
 	}
+	if opts.NoVerify {
+		g.verifier = nil
+	} else if g.verifier == nil {
+		sc, _ := ev.Classifier().(*classifiers.Scanner)
+		v, err := verify.New(verify.Options{Inbound: opts.Policy.Inbound, Scanner: sc, HashKey: opts.Key,
+			Store: opts.Store, CanaryKey: opts.CanaryKey})
+		if err != nil {
+			return nil, fmt.Errorf("sdk: %w", err)
+		}
+		g.verifier = v
+	}
+	g.checks = []string{}
+	for _, id := range policies.Signals() {
+		if opts.Policy.Inbound.Action(id) == policies.SignalOff {
+			continue
+		}
+		if g.verifier != nil || id == policies.SignalForeignPlaceholder {
+			g.checks = append(g.checks, id)
+		}
+	}
 	if g.audit == nil && opts.Audit != nil {
 		g.audit = NewAuditLog(opts.Audit, "")
 	}
-	if g.timeout <= 0 {
-		g.timeout = DefaultTimeout
+	if g.audit == nil && opts.Policy.Audit.Enabled {
+		log, f, err := OpenAuditLog(opts.Policy.Audit.Path)
+		if err != nil {
+			return nil, fmt.Errorf("sdk: policy %q: audit: %w", opts.Policy.Name, err)
+		}
+		g.audit, g.auditFile = log, f
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -158,6 +197,24 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 // Policy returns the guard's policy.
 func (g *Guard) Policy() *policies.Policy { return g.policy }
 
+// Verifier returns the verifier every response goes through, nil when
+// verification is off (Options.NoVerify).
+func (g *Guard) Verifier() ResponseVerifier { return g.verifier }
+
+// Checks returns the inbound checks every response gets: the IDs of the
+// signals the policy does not turn off, or only
+// inbound.foreign_placeholder when verification is off.
+func (g *Guard) Checks() []string { return slices.Clone(g.checks) }
+
+// Close closes the audit file the guard opened from the policy's audit
+// section, if any. The guard must not be used afterwards.
+func (g *Guard) Close() error {
+	if g.auditFile != nil {
+		return g.auditFile.Close()
+	}
+	return nil
+}
+
 // Request is an outbound request as the guard sees it.
 type Request struct {
 	// URL is the request URL (a path alone is accepted); its path tells
@@ -166,6 +223,11 @@ type Request struct {
 	// Provider is "openai" or "anthropic" when the caller knows; "" infers
 	// it from the body kind.
 	Provider string
+	// Destination forces the policy destination by name; "" uses the
+	// guard's (Options.Destination) or matches the URL.
+	Destination string
+	// Principal names who sends the request; "" uses Options.Principal.
+	Principal string
 	// Body is the request body. It is not modified.
 	Body []byte
 	// ContentType is the body's media type; "" is taken as JSON.
@@ -180,6 +242,8 @@ type Exchange struct {
 	ID string
 	// Destination is the policy destination decided for.
 	Destination string
+	// Principal is who sent the request ("" when unknown).
+	Principal string
 	// Model and Kind are the model named and the body format.
 	Model string
 	Kind  string
@@ -202,25 +266,44 @@ type Exchange struct {
 	FailedOpen bool
 
 	g        *Guard
+	dest     *policies.Destination
 	kind     wire.Kind
-	vault    *vault
+	vault    *Vault
 	info     *inbound.Exchange
 	session  inbound.Session
 	start    time.Time
 	once     sync.Once
-	signals  []inbound.Signal
-	verdict  string
+	signals  []Signal
+	verdict  Verdict
 	status   int
-	failNote string
+	failNote Stage
 	// stripUsage: the guard asked for stream usage the caller did not ask
 	// for; its chunk is removed from the stream.
 	stripUsage bool
-	// tokenizer counts like the destination (declared by its policy
-	// tokenizer), nil when unknown; prompt are the prompt texts as sent
-	// (what the provider counts in usage.prompt_tokens).
-	tokenizer *tokens.Counter
+	// tokenizer: the destination declares its tokenizer, so the provider's
+	// prompt count can be checked exactly; prompt are the prompt texts as
+	// sent (what the provider counts in usage.prompt_tokens).
+	tokenizer bool
 	prompt    []string
 }
+
+// Signal is an inbound signal with the action the policy gave it.
+type Signal struct {
+	inbound.Signal
+	Action policies.SignalAction `json:"action"`
+}
+
+// Verdict returns the exchange's inbound verdict so far ("" until the
+// response was handled).
+func (x *Exchange) Verdict() Verdict { return x.verdict }
+
+// Signals returns the signals filed on the response (blocking and flagged),
+// in order of discovery.
+func (x *Exchange) Signals() []Signal { return slices.Clone(x.signals) }
+
+// Vault returns the exchange's redaction vault: its placeholders and the
+// values they replace.
+func (x *Exchange) Vault() *Vault { return x.vault }
 
 // random fills b from Options.Rand, else crypto/rand.
 func (g *Guard) random(b []byte) error {
@@ -235,35 +318,73 @@ func (g *Guard) random(b []byte) error {
 }
 
 // Check runs the outbound side of the guard: it extracts every text of the
-// request, classifies them, decides, and returns the Exchange with the body
-// to send. A refused request returns *BlockedError (nothing may be sent); a
-// failure of the guard returns *GuardError unless the policy fails open, in
-// which case the Exchange carries the original body and FailedOpen.
+// request, evaluates them (capacity, classification, decision), redacts,
+// and returns the Exchange with the body to send. A refused request returns
+// *BlockedError (nothing may be sent); a failure of the guard returns
+// *GuardError unless the policy fails open, in which case the Exchange
+// carries the original body and FailedOpen.
 func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
+	x, err := g.newExchange(req.Principal, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return g.outcome(x, g.check(ctx, req, x), req.Body)
+}
+
+// CheckText runs the outbound side on a plain text, as the CLI filter
+// does: the text is evaluated for the guard's destination (Options
+// Destination, else the policy's default) and redacted like a request's
+// text. The Exchange's Body is the text to send; its Vault restores the
+// answer (Vault.Restore). There is no response to verify in-process: the
+// audit trail records the exchange as unverified.
+func (g *Guard) CheckText(ctx context.Context, text string) (*Exchange, error) {
+	x, err := g.newExchange("", []byte(text))
+	if err != nil {
+		return nil, err
+	}
+	err = g.checkText(ctx, text, x)
+	if err == nil {
+		x.verdict = VerdictUnverified
+		g.record(x)
+	}
+	return g.outcome(x, err, []byte(text))
+}
+
+// newExchange starts an exchange: its ID and placeholder secret.
+func (g *Guard) newExchange(principal string, body []byte) (*Exchange, error) {
 	// 8 bytes of exchange ID (16 hex digits), 32 of placeholder secret.
 	var rnd [40]byte
 	if err := g.random(rnd[:]); err != nil {
-		return nil, &GuardError{Stage: "random", Err: fmt.Errorf("drawing the exchange's ID and secret: %w", err)}
+		return nil, &GuardError{Stage: StageRandom, Err: fmt.Errorf("drawing the exchange's ID and secret: %w", err)}
 	}
-	x := &Exchange{ID: hex.EncodeToString(rnd[:8]), g: g, start: g.now(), Body: req.Body, Findings: map[string]int{}}
+	if principal == "" {
+		principal = g.principal
+	}
+	x := &Exchange{ID: hex.EncodeToString(rnd[:8]), Principal: principal, g: g, start: g.now(), Body: body, Findings: map[string]int{}}
 	x.vault = newVault(rnd[8:])
-	err := g.check(ctx, req, x)
+	x.vault.Policy = g.policy.Name
+	return x, nil
+}
+
+// outcome turns the result of an outbound check into Check's.
+func (g *Guard) outcome(x *Exchange, err error, body []byte) (*Exchange, error) {
+	x.vault.Destination = x.Destination
 	if err == nil {
 		return x, nil
 	}
 	var be *BlockedError
 	if errors.As(err, &be) {
-		x.verdict = "not_sent"
+		x.verdict = VerdictNotSent
 		g.record(x)
 		return nil, err
 	}
 	var ge *GuardError
 	if errors.As(err, &ge) && g.policy.FailOpen {
-		x.FailedOpen, x.Body, x.failNote = true, req.Body, ge.Stage
+		x.FailedOpen, x.Body, x.failNote = true, body, ge.Stage
 		x.Decision.Action = policies.ActionAllow
 		return x, nil
 	}
-	x.verdict, x.failNote = "not_sent", "guard_error"
+	x.verdict, x.failNote = VerdictNotSent, StageGuard
 	if ge != nil {
 		x.failNote = ge.Stage
 	}
@@ -271,11 +392,89 @@ func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
 	return nil, err
 }
 
-func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error) {
-	fail := func(stage string, e error) error { return &GuardError{Stage: stage, Exchange: x.ID, Err: e} }
+// destination picks the policy destination of a request.
+func (g *Guard) destination(name, url, provider, model string) (*policies.Destination, error) {
+	if name != "" {
+		d, ok := g.policy.Destination(name)
+		if !ok {
+			return nil, fmt.Errorf("policy %q has no destination %q", g.policy.Name, name)
+		}
+		return d, nil
+	}
+	if g.dest != nil {
+		return g.dest, nil
+	}
+	return g.policy.Match(url, provider, model), nil
+}
+
+// evaluate runs the policy's evaluation of texts for x's destination and
+// files its outcome on x; a request the policy refuses returns
+// *BlockedError.
+func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string) (*policies.Evaluation, error) {
+	ev, err := g.eval.Evaluate(ctx, x.dest, policies.Input{Texts: texts})
+	if err != nil {
+		var ee *policies.EvaluationError
+		stage := StageClassify
+		if errors.As(err, &ee) && ee.Stage == policies.StageTokens {
+			stage = StageTokens
+		}
+		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: err}
+	}
+	x.Tokens, x.TokensExact, x.Decision = ev.Tokens, ev.TokensExact, ev.Decision
+	x.tokenizer = ev.Tokenizer != ""
+	for _, fs := range ev.Findings {
+		for _, f := range fs {
+			x.Findings[f.Detector]++
+		}
+	}
+	dec := ev.Decision
+	if dec.Action == policies.ActionBlock {
+		return ev, &BlockedError{Exchange: x.ID, Destination: x.Destination, Level: dec.Level,
+			OverCapacity: dec.OverCapacity, Tokens: ev.Tokens, Reasons: dec.Reasons}
+	}
+	return ev, nil
+}
+
+// redactions returns, per text, the findings the decision redacts.
+func redactions(ev *policies.Evaluation) map[int][]classifiers.Finding {
+	if ev.Decision.Action != policies.ActionRedact || len(ev.Decision.Redact) == 0 {
+		return nil
+	}
+	flat, text := ev.Flat()
+	by := map[int][]classifiers.Finding{}
+	for _, fi := range ev.Decision.Redact {
+		by[text[fi]] = append(by[text[fi]], flat[fi])
+	}
+	return by
+}
+
+func (g *Guard) checkText(ctx context.Context, text string, x *Exchange) error {
 	if g.audit != nil {
 		if err := g.audit.Err(); err != nil {
-			return fail("audit", err)
+			return &GuardError{Stage: StageAudit, Exchange: x.ID, Err: err}
+		}
+	}
+	d, err := g.destination("", "", "", "")
+	if err != nil {
+		return &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
+	}
+	x.dest, x.Destination, x.Kind = d, d.Name, "text"
+	ev, err := g.evaluate(ctx, x, []string{text})
+	if err != nil {
+		return err
+	}
+	if fs := redactions(ev)[0]; len(fs) > 0 {
+		s, n := g.redact(x.vault, text, fs)
+		x.Body, x.Redacted = []byte(s), n
+	}
+	return nil
+}
+
+func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error) {
+	fail := func(stage Stage, e error) error { return &GuardError{Stage: stage, Exchange: x.ID, Err: e} }
+	if g.audit != nil {
+		if err := g.audit.Err(); err != nil {
+			return fail(StageAudit, err)
 		}
 	}
 	urlPath, baseURL := req.URL, req.URL
@@ -289,7 +488,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		} else {
 			wr, err = wire.ParseRequest(urlPath, req.Body)
 			if err != nil {
-				return fail("parse", err)
+				return fail(StageParse, err)
 			}
 		}
 	} else {
@@ -302,106 +501,68 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	if provider == "" {
 		provider = wr.Kind.Provider()
 	}
-	d := g.dest
-	if d == nil {
-		d = g.policy.Match(baseURL, provider, wr.Model)
+	d, err := g.destination(req.Destination, baseURL, provider, wr.Model)
+	if err != nil {
+		return fail(StageParse, err)
 	}
-	x.Destination = d.Name
+	x.dest, x.Destination = d, d.Name
 
 	texts := make([]string, len(wr.Segments))
 	for i, s := range wr.Segments {
 		texts[i] = s.Text
 	}
-	// Capacity first: a request over the destination's real capacity is
-	// refused without paying for its classification.
-	counter := g.counter
-	if c := g.counters[d.Tokenizer]; c != nil {
-		counter = c
-		x.tokenizer = c
-	}
-	count, err := counter.Check(texts, d.MaxInputTokens)
+	ev, err := g.evaluate(ctx, x, texts)
 	if err != nil {
-		return fail("tokens", err)
-	}
-	x.Tokens, x.TokensExact = count.Tokens, count.Exact
-	if count.Over {
-		dec := g.policy.Decide(d, nil, max(count.Tokens, d.MaxInputTokens+1))
-		x.Decision = dec
-		return &BlockedError{Exchange: x.ID, Destination: d.Name, OverCapacity: true, Tokens: count.Tokens, Reasons: dec.Reasons}
-	}
-
-	// Classify every text, with the guard's own time budget and a panic in
-	// a classifier turned into a guard failure.
-	perSeg, err := g.classify(ctx, texts)
-	if err != nil {
-		return fail("classify", err)
-	}
-	var flat []classifiers.Finding
-	type ref struct{ seg, idx int }
-	var refs []ref
-	for si, fs := range perSeg {
-		for fi, f := range fs {
-			flat = append(flat, f)
-			refs = append(refs, ref{si, fi})
-			x.Findings[f.Detector]++
-		}
-	}
-
-	dec := g.policy.Decide(d, flat, count.Tokens)
-	x.Decision = dec
-	if dec.Action == policies.ActionBlock {
-		return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level,
-			OverCapacity: dec.OverCapacity, Tokens: count.Tokens, Reasons: dec.Reasons}
+		return err
 	}
 	sent := texts
-	if dec.Action == policies.ActionRedact && len(dec.Redact) > 0 {
+	if bySeg := redactions(ev); len(bySeg) > 0 {
 		if wr.Kind == wire.KindGeneric && len(wr.Segments) == 1 && wr.Segments[0].Field == "body" && !isJSON(req.ContentType) {
-			return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: count.Tokens,
+			dec := ev.Decision
+			return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: ev.Tokens,
 				Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
 					Message: "a non-JSON body cannot be redacted"})}
-		}
-		bySeg := map[int][]classifiers.Finding{}
-		for _, fi := range dec.Redact {
-			r := refs[fi]
-			bySeg[r.seg] = append(bySeg[r.seg], perSeg[r.seg][r.idx])
 		}
 		sent = append([]string(nil), texts...)
 		for si, fs := range bySeg {
 			s, n := g.redact(x.vault, texts[si], fs)
 			if err := wr.Set(si, s); err != nil {
-				return fail("rewrite", err)
+				return fail(StageRewrite, err)
 			}
 			sent[si] = s
 			x.Redacted += n
 		}
 	}
 	info := &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
-		Texts: texts, Sent: sent, Findings: perSeg, FindingsKey: g.findingsKey, Placeholders: x.vault.order,
-		Tokens: count.Tokens, TokensExact: count.Exact, Streamed: wr.Stream}
+		Texts: texts, Sent: sent, Findings: ev.Findings, FindingsKey: g.findingsKey, Placeholders: x.vault.order,
+		Tokens: ev.Tokens, TokensExact: ev.TokensExact, Streamed: wr.Stream, Principal: x.Principal}
 	x.info = info
 	changed := x.Redacted > 0
 	if g.verifier != nil {
 		if cm, ok := g.verifier.(inbound.CanaryMinter); ok && g.policy.Inbound.Canary && g.policy.Inbound.Action(policies.SignalCanary) != policies.SignalOff {
 			canary, err := safeCall(func() (string, error) { return cm.MintCanary(ctx, info) })
 			if err != nil {
-				return fail("verify", err)
+				return fail(StageVerify, err)
 			}
-			if canary != "" && wr.AddSystemText(canary) {
+			if canary != "" && wr.AddCanary(canary) {
 				info.Canary = canary
 				info.Sent = append(info.Sent, canary)
 				changed = true
+				if i := strings.Index(canary, verify.CanaryPrefix); i >= 0 && len(canary) >= i+verify.CanaryLen {
+					x.vault.setCanary(canary, canary[i:i+verify.CanaryLen])
+				}
 			}
 		}
 		sess, err := safeCall(func() (inbound.Session, error) { return g.verifier.Begin(ctx, info) })
 		if err != nil {
-			return fail("verify", err)
+			return fail(StageVerify, err)
 		}
 		x.session = sess
 	}
 	if !g.noUsage && wr.AskStreamUsage() {
 		x.stripUsage, changed = true, true
 	}
-	if x.tokenizer != nil {
+	if x.tokenizer {
 		for _, s := range wr.Segments {
 			if s.Role != "" {
 				x.prompt = append(x.prompt, s.Text)
@@ -411,7 +572,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	if changed {
 		body, err := wr.Encode()
 		if err != nil {
-			return fail("rewrite", err)
+			return fail(StageRewrite, err)
 		}
 		x.Body = body
 	}
@@ -430,48 +591,16 @@ func isJSON(ct string) bool {
 func safeCall[T any](f func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &panicError{stack: string(debug.Stack())}
+			err = &policies.PanicError{Stack: string(debug.Stack())}
 		}
 	}()
 	return f()
 }
 
-// panicError reports a recovered panic. It keeps the stack (code locations)
-// but not the panic value, which could hold input.
-type panicError struct{ stack string }
-
-func (e *panicError) Error() string { return "panic in a detector or verifier (value withheld)" }
-
-// classify scans every text within the guard's timeout.
-func (g *Guard) classify(ctx context.Context, texts []string) ([][]classifiers.Finding, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	out := make([][]classifiers.Finding, len(texts))
-	for i, t := range texts {
-		if t == "" {
-			continue
-		}
-		fs, err := safeCall(func() ([]classifiers.Finding, error) { return g.classifier.ScanString(ctx, t) })
-		if err != nil {
-			return nil, err
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("classification: %w", cerr)
-		}
-		for _, f := range fs {
-			if f.Start < 0 || f.End > len(t) || f.Start > f.End {
-				return nil, fmt.Errorf("classifier returned span [%d,%d) outside a text of %d bytes", f.Start, f.End, len(t))
-			}
-		}
-		out[i] = fs
-	}
-	return out, nil
-}
-
 // redact replaces the findings in s per the policy's redaction style and
 // returns the new text and the number of values replaced. Overlapping
 // findings are merged into the first.
-func (g *Guard) redact(v *vault, s string, fs []classifiers.Finding) (string, int) {
+func (g *Guard) redact(v *Vault, s string, fs []classifiers.Finding) (string, int) {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 	var b strings.Builder
 	b.Grow(len(s) + 16*len(fs))
@@ -494,4 +623,80 @@ func (g *Guard) redact(v *vault, s string, fs []classifiers.Finding) (string, in
 	}
 	b.WriteString(s[last:])
 	return b.String(), n
+}
+
+// Capture is an exchange captured elsewhere (a log, a proxy of another
+// vendor): the request as it was sent and the response as it came back.
+type Capture struct {
+	// URL is the request URL or path ("" infers the kind from the body).
+	URL string
+	// Request is the request body as sent.
+	Request []byte
+	// Response is the response body: JSON, or a saved SSE stream.
+	Response []byte
+	// Principal is who sent it, when known.
+	Principal string
+}
+
+// Replay judges a captured exchange exactly as the guard judges a live one:
+// the request is taken as it was sent (nothing is redacted, no canary is
+// added), and the response goes through the same restore-and-verify path
+// as Exchange.Response or Exchange.Stream, which decides. The returned
+// Exchange's Verdict and Signals tell the outcome; a response the guard
+// cannot read returns *GuardError. The replayed request is remembered by the
+// verifier like any other.
+func (g *Guard) Replay(ctx context.Context, c Capture) (*Exchange, error) {
+	x, err := g.newExchange(c.Principal, c.Request)
+	if err != nil {
+		return nil, err
+	}
+	urlPath := c.URL
+	if u, perr := url.Parse(c.URL); perr == nil {
+		urlPath = u.Path
+	}
+	wr, err := wire.ParseRequest(urlPath, c.Request)
+	if err != nil {
+		return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: fmt.Errorf("request: %w", err)}
+	}
+	x.kind, x.Kind, x.Model, x.Streamed = wr.Kind, string(wr.Kind), wr.Model, wr.Stream
+	provider := wr.Kind.Provider()
+	d, err := g.destination("", c.URL, provider, wr.Model)
+	if err != nil {
+		return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
+	}
+	x.dest, x.Destination = d, d.Name
+	x.Decision = policies.Decision{Action: policies.ActionAllow, Destination: d.Name}
+	texts := make([]string, len(wr.Segments))
+	for i, s := range wr.Segments {
+		texts[i] = s.Text
+		if s.Role != "" {
+			x.prompt = append(x.prompt, s.Text)
+		}
+	}
+	x.tokenizer = d.Tokenizer != ""
+	x.info = &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
+		Texts: texts, Sent: texts, Streamed: wr.Stream, Principal: x.Principal}
+	if g.verifier != nil {
+		sess, err := safeCall(func() (inbound.Session, error) { return g.verifier.Begin(ctx, x.info) })
+		if err != nil {
+			return nil, &GuardError{Stage: StageVerify, Exchange: x.ID, Err: err}
+		}
+		x.session = sess
+	}
+	trimmed := bytes.TrimLeft(c.Response, " \t\r\n\ufeff")
+	switch {
+	case len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '['):
+		_, err = x.Response(ctx, 200, "application/json", c.Response)
+	case !bytes.Contains(c.Response, []byte("data:")):
+		return nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: errors.New("the response is neither a JSON body nor an SSE stream")}
+	default:
+		r := x.Stream(ctx, io.NopCloser(bytes.NewReader(c.Response)), StreamOptions{})
+		_, err = io.Copy(io.Discard, r)
+		r.Close()
+	}
+	var ce *ContaminationError
+	if err != nil && !errors.As(err, &ce) {
+		return x, err
+	}
+	return x, nil
 }

@@ -252,7 +252,7 @@ func TestGuardFailures(t *testing.T) {
 		name  string
 		opts  sdk.Options
 		body  string
-		stage string
+		stage sdk.Stage
 	}{
 		{"detector panic", sdk.Options{Classifier: panicky{}}, string(chatBody("hello " + email)), "classify"},
 		{"timeout", sdk.Options{Classifier: slow{}, Timeout: 20 * time.Millisecond}, string(chatBody("hello")), "classify"},
@@ -282,7 +282,7 @@ func TestGuardFailures(t *testing.T) {
 					if strings.Contains(err.Error(), email) {
 						t.Fatalf("error leaks input: %v", err)
 					}
-					if !strings.Contains(audit.String(), `"failure":"`+tt.stage+`"`) {
+					if !strings.Contains(audit.String(), `"failure":"`+string(tt.stage)+`"`) {
 						t.Fatalf("audit does not record the failure: %s", audit.String())
 					}
 					return
@@ -293,7 +293,7 @@ func TestGuardFailures(t *testing.T) {
 				if _, err := x.Response(context.Background(), 200, "application/json", []byte(`{"choices":[]}`)); err != nil {
 					t.Fatal(err)
 				}
-				if !strings.Contains(audit.String(), `"failed_open":"`+tt.stage+`"`) {
+				if !strings.Contains(audit.String(), `"failed_open":"`+string(tt.stage)+`"`) {
 					t.Fatalf("audit does not record the open failure: %s", audit.String())
 				}
 			})

@@ -34,9 +34,9 @@ func (x *Exchange) apply(sigs []inbound.Signal) []inbound.Signal {
 		case policies.SignalOff:
 			continue
 		case policies.SignalFlag:
-			x.signals = append(x.signals, s)
+			x.signals = append(x.signals, Signal{Signal: s, Action: policies.SignalFlag})
 		default:
-			x.signals = append(x.signals, s)
+			x.signals = append(x.signals, Signal{Signal: s, Action: policies.SignalBlock})
 			blocking = append(blocking, s)
 		}
 	}
@@ -62,15 +62,15 @@ func (x *Exchange) contamination(blocking []inbound.Signal) *ContaminationError 
 func (x *Exchange) settle(blocked bool) {
 	switch {
 	case blocked:
-		x.verdict = "contaminated"
+		x.verdict = VerdictContaminated
 	case len(x.signals) > 0:
-		x.verdict = "flagged"
+		x.verdict = VerdictFlagged
 	case x.session == nil && x.g.verifier != nil, x.FailedOpen:
-		x.verdict = "unverified"
+		x.verdict = VerdictUnverified
 	case x.session == nil:
-		x.verdict = "clean" // placeholders checked; no verifier configured
+		x.verdict = VerdictClean // placeholders checked; no verifier configured
 	default:
-		x.verdict = "clean"
+		x.verdict = VerdictClean
 	}
 }
 
@@ -91,7 +91,7 @@ func (x *Exchange) Fail(status int) {
 			return x.session.Close(context.Background(), inbound.End{Truncated: true})
 		})
 	}
-	x.verdict = "error"
+	x.verdict = VerdictError
 	x.g.record(x)
 }
 
@@ -105,20 +105,20 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	x.status = status
 	defer x.g.record(x)
 	if x.FailedOpen {
-		x.verdict = "unverified"
+		x.verdict = VerdictUnverified
 		return body, nil
 	}
-	fail := func(stage string, e error) ([]byte, error) {
+	fail := func(stage Stage, e error) ([]byte, error) {
 		if x.session != nil {
 			_, _ = safeCall(func() ([]inbound.Signal, error) {
 				return x.session.Close(ctx, inbound.End{Refused: true})
 			})
 		}
 		if x.g.policy.FailOpen {
-			x.FailedOpen, x.failNote, x.verdict = true, stage, "unverified"
+			x.FailedOpen, x.failNote, x.verdict = true, stage, VerdictUnverified
 			return body, nil
 		}
-		x.verdict, x.failNote = "error", stage
+		x.verdict, x.failNote = VerdictError, stage
 		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: e}
 	}
 	if status < 200 || status > 299 {
@@ -131,13 +131,13 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	case isJSON(contentType):
 		resp, err = wire.ParseResponse(x.kind, body)
 		if err != nil {
-			return fail("response", err)
+			return fail(StageResponse, err)
 		}
 	case strings.HasPrefix(strings.ToLower(contentType), "text/"):
 		resp = &wire.Response{Kind: x.kind, Segments: []wire.Segment{{Field: "body", Text: string(body)}}}
 	default:
 		// Audio, images, binary files: nothing textual to verify.
-		x.verdict = "unverified"
+		x.verdict = VerdictUnverified
 		return body, nil
 	}
 	var sigs []inbound.Signal
@@ -148,10 +148,10 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		if i > 0 {
 			all.WriteByte('\n')
 		}
-		res := x.vault.restore(seg.Text, seg.JSON)
+		res := x.vault.restore(x.vault.trimCut(seg.Text), seg.JSON)
 		sigs = append(sigs, foreignSignals(res.foreign, all.Len())...)
 		restored[i] = res.text
-		changed = changed || res.restored > 0
+		changed = changed || res.text != seg.Text
 		all.WriteString(res.text)
 	}
 	end := endOf(resp.Summary(), false)
@@ -160,13 +160,13 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 			return x.session.Write(ctx, inbound.Delta{Text: all.String(), ID: resp.ID, Model: resp.Model})
 		})
 		if err != nil {
-			return fail("verify", err)
+			return fail(StageVerify, err)
 		}
 		sigs = append(sigs, s1...)
 	}
 	sigs, err = x.closeSession(ctx, end, sigs)
 	if err != nil {
-		return fail("verify", err)
+		return fail(StageVerify, err)
 	}
 	if blocking := x.apply(sigs); len(blocking) > 0 {
 		x.settle(true)
@@ -182,13 +182,13 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	for i, t := range restored {
 		if t != resp.Segments[i].Text {
 			if err := resp.Set(i, t); err != nil {
-				return fail("response", err)
+				return fail(StageResponse, err)
 			}
 		}
 	}
 	out, err = resp.Encode()
 	if err != nil {
-		return fail("response", err)
+		return fail(StageResponse, err)
 	}
 	return out, nil
 }
@@ -221,9 +221,9 @@ func (x *Exchange) errorResponse(ctx context.Context, status int, contentType st
 		x.settle(true)
 		return nil, x.contamination(blocking)
 	}
-	x.verdict = "error"
+	x.verdict = VerdictError
 	if len(x.signals) > 0 {
-		x.verdict = "flagged"
+		x.verdict = VerdictFlagged
 	}
 	return body, nil
 }

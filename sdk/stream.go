@@ -107,13 +107,13 @@ func (f *streamFilter) step() {
 	}
 	se, perr := wire.ParseStreamEvent(ev.Event, ev.Data)
 	if perr != nil {
-		if f.failOpen("stream") {
+		if f.failOpen(StageStream) {
 			f.release(true)
 			f.enqueueRaw(ev)
 			f.release(true)
 			return
 		}
-		f.cutGuard("stream", perr)
+		f.cutGuard(StageStream, perr)
 		return
 	}
 	se.Fold(&f.sum) // the metadata the verifier gets at the end
@@ -159,12 +159,14 @@ func (f *streamFilter) step() {
 		src := seg.Text
 		if seg.Channel != "" {
 			src = f.pending[seg.Channel] + seg.Text
-			hold := 0
-			if !ended(seg.Channel) {
-				hold = holdBack(src)
+			if ended(seg.Channel) {
+				src = f.x.vault.trimCut(src)
+				f.pending[seg.Channel] = ""
+			} else {
+				hold := f.x.vault.holdBack(src)
+				f.pending[seg.Channel] = src[len(src)-hold:]
+				src = src[:len(src)-hold]
 			}
-			f.pending[seg.Channel] = src[len(src)-hold:]
-			src = src[:len(src)-hold]
 			f.tmpl[seg.Channel] = template{typ: ev.Event, data: bytes.Clone(ev.Data), seg: i}
 		}
 		res := f.x.vault.restore(src, seg.JSON)
@@ -176,7 +178,7 @@ func (f *streamFilter) step() {
 		}
 		if res.text != seg.Text {
 			if err := se.Set(i, res.text); err != nil {
-				f.cutGuard("stream", err)
+				f.cutGuard(StageStream, err)
 				return
 			}
 			modified = true
@@ -186,7 +188,7 @@ func (f *streamFilter) step() {
 	if modified {
 		data, err := se.Encode()
 		if err != nil {
-			f.cutGuard("stream", err)
+			f.cutGuard(StageStream, err)
 			return
 		}
 		it.data = data
@@ -220,7 +222,7 @@ func sortedChannels(m map[string]string) []string {
 // flush releases the held-back text of channel ch as an event synthesized
 // from the channel's last event.
 func (f *streamFilter) flush(ch string) bool {
-	held := f.pending[ch]
+	held := f.x.vault.trimCut(f.pending[ch])
 	delete(f.pending, ch)
 	if held == "" {
 		return true
@@ -228,13 +230,13 @@ func (f *streamFilter) flush(ch string) bool {
 	t := f.tmpl[ch]
 	se, err := wire.ParseStreamEvent(t.typ, t.data)
 	if err != nil {
-		f.cutGuard("stream", err)
+		f.cutGuard(StageStream, err)
 		return false
 	}
 	res := f.x.vault.restore(held, se.Segments[t.seg].JSON)
 	data, err := se.Only(t.seg, res.text)
 	if err != nil {
-		f.cutGuard("stream", err)
+		f.cutGuard(StageStream, err)
 		return false
 	}
 	return f.enqueue(item{typ: t.typ, data: data}, res.text, "", "", foreignSignals(res.foreign, f.written))
@@ -248,10 +250,10 @@ func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.S
 			return f.x.session.Write(f.ctx, inbound.Delta{Text: text, ID: id, Model: model})
 		})
 		if err != nil {
-			if f.failOpen("verify") {
+			if f.failOpen(StageVerify) {
 				f.closed = true
 			} else {
-				f.cutGuard("verify", err)
+				f.cutGuard(StageVerify, err)
 				return false
 			}
 		}
@@ -320,8 +322,8 @@ func (f *streamFilter) closeSession() {
 	}
 	f.closed = true
 	sigs, err := f.x.closeSession(f.ctx, endOf(f.sum, !f.sawDone), nil)
-	if err != nil && !f.failOpen("verify") {
-		f.cutGuard("verify", err)
+	if err != nil && !f.failOpen(StageVerify) {
+		f.cutGuard(StageVerify, err)
 		return
 	}
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
@@ -338,13 +340,13 @@ func (f *streamFilter) closeSession() {
 func (f *streamFilter) finish(err error) {
 	var se *sse.Error
 	if errors.As(err, &se) {
-		if f.failOpen("stream") {
+		if f.failOpen(StageStream) {
 			f.release(true)
 			f.x.g.record(f.x)
 			f.err = err
 			return
 		}
-		f.cutGuard("stream", err)
+		f.cutGuard(StageStream, err)
 		return
 	}
 	if !f.closed {
@@ -360,7 +362,7 @@ func (f *streamFilter) finish(err error) {
 	}
 }
 
-func (f *streamFilter) failOpen(stage string) bool {
+func (f *streamFilter) failOpen(stage Stage) bool {
 	if !f.x.g.policy.FailOpen {
 		return false
 	}
@@ -384,7 +386,7 @@ func (f *streamFilter) cut(err error) {
 	if errors.As(err, &ce) {
 		f.x.settle(true)
 	} else {
-		f.x.verdict = "error"
+		f.x.verdict = VerdictError
 	}
 	f.x.g.record(f.x)
 	if f.opts.ErrorEvent {
@@ -394,7 +396,7 @@ func (f *streamFilter) cut(err error) {
 	_ = f.src.Close()
 }
 
-func (f *streamFilter) cutGuard(stage string, err error) {
+func (f *streamFilter) cutGuard(stage Stage, err error) {
 	f.x.failNote = stage
 	f.cut(&GuardError{Stage: stage, Exchange: f.x.ID, Err: err})
 }

@@ -70,7 +70,7 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("body larger than %d bytes", limit)
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
 	return data, nil
 }
@@ -83,11 +83,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		body, err = readLimited(req.Body, t.maxBody())
 		req.Body.Close()
 		if err != nil {
-			return nil, &GuardError{Stage: "parse", Err: fmt.Errorf("reading request body: %w", err)}
+			return nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("reading request body: %w", err)}
 		}
 	}
 	if t.Guard == nil {
-		return nil, &GuardError{Stage: "parse", Err: errors.New("sdk.Transport has no Guard")}
+		return nil, &GuardError{Stage: StageParse, Err: errors.New("sdk.Transport has no Guard")}
 	}
 	ctx := req.Context()
 	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Body: body,
@@ -118,12 +118,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	media, _, _ := mime.ParseMediaType(ct)
 	if resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity") {
 		resp.Body.Close()
-		err := &GuardError{Stage: "response", Exchange: x.ID, Err: fmt.Errorf("compressed response (%s) cannot be verified", resp.Header.Get("Content-Encoding"))}
+		err := &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("compressed response (%s) cannot be verified", resp.Header.Get("Content-Encoding"))}
 		if !t.Guard.policy.FailOpen {
 			x.Fail(resp.StatusCode)
 			return nil, err
 		}
-		x.FailedOpen, x.failNote, x.verdict, x.status = true, "response", "unverified", resp.StatusCode
+		x.FailedOpen, x.failNote, x.verdict, x.status = true, StageResponse, VerdictUnverified, resp.StatusCode
 		t.Guard.record(x)
 		return resp, nil
 	}
@@ -137,7 +137,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body.Close()
 	if err != nil {
 		x.Fail(resp.StatusCode)
-		return nil, &GuardError{Stage: "response", Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
+		return nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
 	}
 	data, err = x.Response(ctx, resp.StatusCode, ct, data)
 	if err != nil {

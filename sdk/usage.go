@@ -26,7 +26,7 @@ const TightUsageRatio = 0.97
 // tokenizer. prior are the signals already found (a usage mismatch the
 // verifier reported is not reported twice).
 func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
-	if x.tokenizer == nil || len(x.prompt) == 0 || !end.HasUsage ||
+	if !x.tokenizer || len(x.prompt) == 0 || !end.HasUsage ||
 		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) == policies.SignalOff {
 		return nil, nil
 	}
@@ -53,7 +53,7 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 	if reported+slack >= TightUsageRatio*float64(lower) {
 		n, exact = 0, true
 		for _, t := range x.prompt {
-			k, err := x.tokenizer.Exact(t)
+			k, err := x.g.eval.Exact(x.dest, t)
 			if err != nil {
 				return nil, err
 			}
@@ -67,7 +67,7 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 	if !exact {
 		what = "at least"
 	}
-	enc := x.tokenizer.Encoding
+	enc := x.dest.Tokenizer
 	return []inbound.Signal{{ID: policies.SignalUsageMismatch, Confidence: 0.95,
 		Message: fmt.Sprintf("the provider counted %d prompt tokens for a prompt of %s %d %s tokens (the destination's tokenizer): it did not process the whole prompt (truncated or dropped)",
 			end.PromptTokens, what, n, enc)}}, nil

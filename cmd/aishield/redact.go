@@ -2,16 +2,13 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -22,20 +19,6 @@ import (
 
 // maxFilterInput bounds what redact reads from standard input.
 const maxFilterInput = sdk.DefaultMaxBody
-
-// placeholderRE matches the shape of the guard's placeholders
-// ("[[PII_EMAIL_3f9a1c2b]]"); only a vault's own entries are ever restored.
-var placeholderRE = regexp.MustCompile(`\[\[[A-Z][A-Z0-9_]*_[0-9a-f]{8}\]\]`)
-
-// vaultFile is what redact saves and restore reads. It holds the raw values:
-// it is written owner-only (0600) and never printed.
-type vaultFile struct {
-	Version      int               `json:"version"`
-	Policy       string            `json:"policy"`
-	Destination  string            `json:"destination"`
-	Created      time.Time         `json:"created"`
-	Placeholders map[string]string `json:"placeholders"`
-}
 
 func newRedactCmd() *cobra.Command {
 	var policyRef, dest, vaultPath string
@@ -73,16 +56,12 @@ status is 1. Input must be UTF-8 text.`,
 			if !utf8.Valid(in) {
 				return withCode(2, errors.New("standard input is not valid UTF-8 text (convert it first, e.g. with iconv, or extract the text of documents)"))
 			}
-			g, err := sdk.New(cmd.Context(), sdk.Options{Policy: pol, Destination: dest})
+			g, err := sdk.New(cmd.Context(), sdk.Options{Policy: pol, Destination: dest, NoVerify: true})
 			if err != nil {
 				return withCode(2, err)
 			}
-			body, err := json.Marshal(map[string]any{"model": "aishield-redact",
-				"messages": []map[string]string{{"role": "user", "content": string(in)}}})
-			if err != nil {
-				return withCode(2, err)
-			}
-			x, err := g.Check(cmd.Context(), sdk.Request{URL: "/v1/chat/completions", Provider: "openai", Body: body, ContentType: "application/json"})
+			defer g.Close()
+			x, err := g.CheckText(cmd.Context(), string(in))
 			if err != nil {
 				var be *sdk.BlockedError
 				if errors.As(err, &be) {
@@ -90,29 +69,14 @@ status is 1. Input must be UTF-8 text.`,
 				}
 				return withCode(2, err)
 			}
-			var sent struct {
-				Messages []struct {
-					Content string `json:"content"`
-				} `json:"messages"`
-			}
-			if err := json.Unmarshal(x.Body, &sent); err != nil || len(sent.Messages) != 1 {
-				return withCode(2, fmt.Errorf("unexpected redacted body from the guard"))
-			}
-			out := sent.Messages[0].Content
-			v := vaultFile{Version: 1, Policy: pol.Name, Destination: x.Destination, Created: time.Now().UTC(), Placeholders: map[string]string{}}
-			for _, p := range placeholderRE.FindAllString(out, -1) {
-				if val, _ := x.Restore(p); val != p {
-					v.Placeholders[p] = val
-				}
-			}
-			if err := writeVault(vaultPath, &v); err != nil {
+			if err := writeVault(vaultPath, x.Vault()); err != nil {
 				return withCode(2, err)
 			}
-			if _, err := io.WriteString(cmd.OutOrStdout(), out); err != nil {
+			if _, err := cmd.OutOrStdout().Write(x.Body); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "aishield redact: %s for %s: %d values redacted, vault %s\n",
-				x.Decision.Action, x.Destination, len(v.Placeholders), vaultPath)
+				x.Decision.Action, x.Destination, x.Vault().Len(), vaultPath)
 			return nil
 		},
 	}
@@ -128,9 +92,9 @@ status is 1. Input must be UTF-8 text.`,
 // (0600) beside it and renamed, so that a restore at the end of the same
 // pipe never reads a half-written or previous vault once redact's output
 // has reached it.
-func writeVault(path string, v *vaultFile) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+func writeVault(path string, v *sdk.Vault) error {
+	var buf bytes.Buffer
+	if _, err := v.WriteTo(&buf); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
@@ -140,7 +104,7 @@ func writeVault(path string, v *vaultFile) error {
 	tmp := f.Name()
 	err = f.Chmod(0o600)
 	if err == nil {
-		_, err = f.Write(append(data, '\n'))
+		_, err = f.Write(buf.Bytes())
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -155,16 +119,17 @@ func writeVault(path string, v *vaultFile) error {
 }
 
 // readVault loads the vault at path.
-func readVault(path string) (*vaultFile, error) {
-	data, err := os.ReadFile(path)
+func readVault(path string) (*sdk.Vault, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	var v vaultFile
-	if err := json.Unmarshal(data, &v); err != nil || v.Version != 1 {
-		return nil, fmt.Errorf("%s is not an aishield vault", path)
+	defer f.Close()
+	v, err := sdk.ReadVault(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &v, nil
+	return v, nil
 }
 
 func newRestoreCmd() *cobra.Command {
@@ -191,16 +156,16 @@ once, and redact writes the vault before its output.`,
 				return withCode(2, err)
 			}
 			w := bufio.NewWriter(cmd.OutOrStdout())
-			restored, foreign, err := restoreStream(in, w, v.Placeholders)
+			st, err := v.Restore(in, w)
 			if ferr := w.Flush(); err == nil {
 				err = ferr
 			}
 			if err != nil {
 				return withCode(2, err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "aishield restore: %d placeholders restored", restored)
-			if foreign > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), ", %d not from this vault left in place", foreign)
+			fmt.Fprintf(cmd.ErrOrStderr(), "aishield restore: %d placeholders restored", st.Restored)
+			if st.Foreign > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), ", %d not from this vault left in place", st.Foreign)
 			}
 			fmt.Fprintln(cmd.ErrOrStderr())
 			return nil
@@ -209,48 +174,4 @@ once, and redact writes the vault before its output.`,
 	cmd.Flags().StringVar(&vaultPath, "vault", "", "vault file written by aishield redact")
 	_ = cmd.MarkFlagRequired("vault")
 	return cmd
-}
-
-// restoreStream copies r to w replacing the placeholders of m by their
-// values, holding back only what could be the start of a placeholder.
-func restoreStream(r io.Reader, w io.Writer, m map[string]string) (restored, foreign int, err error) {
-	maxLen := 0
-	for p := range m {
-		maxLen = max(maxLen, len(p))
-	}
-	maxLen = max(maxLen, 64)
-	replace := func(s string) string {
-		return placeholderRE.ReplaceAllStringFunc(s, func(p string) string {
-			if v, ok := m[p]; ok {
-				restored++
-				return v
-			}
-			foreign++
-			return p
-		})
-	}
-	var pending string
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := r.Read(buf)
-		pending += string(buf[:n])
-		cut := len(pending)
-		if rerr == nil {
-			if i := strings.LastIndex(pending, "[["); i >= 0 && len(pending)-i < maxLen && !strings.Contains(pending[i:], "]]") {
-				cut = i
-			} else if strings.HasSuffix(pending, "[") {
-				cut = len(pending) - 1
-			}
-		}
-		if _, werr := io.WriteString(w, replace(pending[:cut])); werr != nil {
-			return restored, foreign, werr
-		}
-		pending = pending[cut:]
-		if rerr == io.EOF {
-			return restored, foreign, nil
-		}
-		if rerr != nil {
-			return restored, foreign, rerr
-		}
-	}
 }

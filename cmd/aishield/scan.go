@@ -135,7 +135,7 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 // runScan collects the files under args, scans them in order and reports
 // unreadable inputs on errOut. onFile, when not nil, sees each result while
 // its text is still held.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer, onFile func(*fileResult) error) *scanReport {
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
 	rep := &scanReport{}
 	var files []string
 	for _, a := range args {
@@ -173,7 +173,7 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin 
 		}
 		res, err := scanOne(ctx, sc, p, stdin)
 		if err == nil && onFile != nil {
-			err = onFile(res)
+			err = onFile(ctx, res)
 		}
 		if err != nil {
 			fmt.Fprintf(errOut, "aishield: %s: %v\n", p, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -11,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/classifiers"
-	"github.com/aishield/aishield/internal/tokens"
 	"github.com/aishield/aishield/policies"
 )
 
@@ -28,7 +28,7 @@ type scanPolicy struct {
 	policy      *policies.Policy
 	destination *policies.Destination
 	failRank    int
-	counter     tokens.Counter
+	eval        *policies.Evaluator
 	// keyed reports that finding hashes are keyed by a caller-provided
 	// secret (hashKeyEnv), so they may be published as SARIF fingerprints.
 	keyed bool
@@ -84,38 +84,46 @@ func (sp *scanPolicy) scanner(format string) (*classifiers.Scanner, error) {
 	// Without a secret key the scanner draws a random one: a fixed public
 	// key would let anyone holding a report confirm a guessed low-entropy
 	// value (a phone number, say) from its hash.
-	if sp.policy != nil {
-		return sp.policy.NewScanner(key)
+	if sp.policy == nil {
+		return classifiers.New(classifiers.Options{HashKey: key})
 	}
-	return classifiers.New(classifiers.Options{HashKey: key})
+	sc, err := sp.policy.NewScanner(key)
+	if err != nil {
+		return nil, err
+	}
+	if sp.destination != nil {
+		// The guard's evaluation: capacity first, then the decision.
+		if sp.eval, err = policies.NewEvaluator(sp.policy, policies.EvaluatorOptions{Classifier: sc}); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
 }
 
 // onFile decides a scanned file for the destination while its text is at
-// hand. A file too large to hold (streamed) is blocked as over capacity
-// without being counted.
-func (sp *scanPolicy) onFile(res *fileResult) error {
+// hand, as the guard decides a request holding it. A file too large to
+// hold (streamed) is blocked as over capacity without being counted.
+func (sp *scanPolicy) onFile(ctx context.Context, res *fileResult) error {
 	if sp.destination == nil || res.Skipped {
 		return nil
 	}
 	limit := sp.destination.MaxInputTokens
-	n := 0
-	if limit > 0 && !res.streamed {
-		c, err := sp.counter.Check([]string{res.text}, limit)
-		if err != nil {
-			return err
-		}
-		n = c.Tokens
-	}
-	d := sp.policy.Decide(sp.destination, res.Findings, n)
 	if limit > 0 && res.streamed {
-		d.Action, d.OverCapacity, d.Redact = policies.ActionBlock, true, nil
-		d.Reasons = append([]policies.Reason{{
-			Rule: sp.destination.Field + ".max_input_tokens", Action: policies.ActionBlock, Count: 1,
-			Message: fmt.Sprintf("file larger than %d MiB, too large to count: treated as over the capacity of destination %s (max_input_tokens %d)",
-				maxWholeFile>>20, sp.destination.Name, limit),
-		}}, d.Reasons...)
+		d := sp.policy.Decide(sp.destination, nil, limit+1)
+		d.Reasons[0].Message = fmt.Sprintf("file larger than %d MiB, too large to count: treated as over the capacity of destination %s (max_input_tokens %d)",
+			maxWholeFile>>20, sp.destination.Name, limit)
+		res.Decision = &d
+		return nil
 	}
-	res.Decision = &d
+	in := policies.Input{Texts: []string{res.text}, Findings: [][]classifiers.Finding{res.Findings}}
+	if res.streamed {
+		in.Tokens = 1 // no limit to count against
+	}
+	ev, err := sp.eval.Evaluate(ctx, sp.destination, in)
+	if err != nil {
+		return err
+	}
+	res.Decision = &ev.Decision
 	return nil
 }
 

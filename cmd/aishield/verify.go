@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,11 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aishield/aishield/internal/sse"
-	"github.com/aishield/aishield/internal/wire"
 	"github.com/aishield/aishield/policies"
-	"github.com/aishield/aishield/sdk/inbound"
-	"github.com/aishield/aishield/sdk/verify"
+	"github.com/aishield/aishield/sdk"
 )
 
 // maxCapture bounds the captured files verify reads.
@@ -52,7 +48,7 @@ mismatches, never printing a raw value. Exit status: 0 clean, 1 contaminated,
 			} else {
 				printVerdict(out, vd)
 			}
-			if vd.Contaminated() {
+			if vd.contaminated() {
 				return withCode(1, nil)
 			}
 			return nil
@@ -81,70 +77,22 @@ func readCapture(path string) ([]byte, error) {
 	return data, nil
 }
 
-// capturedResponse is the text and metadata of a captured response.
-type capturedResponse struct {
-	text string
-	end  inbound.End
+// verdict is what verify prints: the guard's verdict on the replayed
+// exchange and its signals (masked).
+type verdict struct {
+	Exchange string       `json:"exchange"`
+	Verdict  sdk.Verdict  `json:"verdict"`
+	Blocked  bool         `json:"blocked"`
+	Checks   []string     `json:"checks"`
+	Signals  []sdk.Signal `json:"signals"`
 }
 
-// parseCapturedResponse reads a JSON response body or a saved SSE stream.
-func parseCapturedResponse(kind wire.Kind, data []byte) (*capturedResponse, error) {
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
-	if len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
-		r, err := wire.ParseResponse(kind, data)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		for i, s := range r.Segments {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(s.Text)
-		}
-		cr := &capturedResponse{text: b.String(), end: inbound.End{Model: r.Model, FinishReason: r.FinishReason,
-			HasUsage: r.Usage.Present, PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens}}
-		if r.ID != "" {
-			cr.end.IDs = []string{r.ID}
-		}
-		return cr, nil
-	}
-	rd := sse.NewReader(bytes.NewReader(data))
-	cr := &capturedResponse{}
-	var sum wire.Summary
-	var b strings.Builder
-	done, events := false, 0
-	for {
-		ev, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		events++
-		se, err := wire.ParseStreamEvent(ev.Event, ev.Data)
-		if err != nil {
-			return nil, fmt.Errorf("event %d: %w", events, err)
-		}
-		se.Fold(&sum)
-		for _, s := range se.Segments {
-			if s.Channel != "" {
-				b.WriteString(s.Text)
-			}
-		}
-		done = done || se.Done
-	}
-	if events == 0 {
-		return nil, errors.New("neither a JSON body nor an SSE stream")
-	}
-	cr.end = inbound.End{IDs: sum.IDs, Model: sum.Model, FinishReason: sum.FinishReason, HasUsage: sum.Usage.Present,
-		PromptTokens: sum.Usage.PromptTokens, CompletionTokens: sum.Usage.CompletionTokens, Truncated: !done}
-	cr.text = b.String()
-	return cr, nil
-}
+// contaminated reports whether the verdict holds any signal (block or
+// flag).
+func (v *verdict) contaminated() bool { return len(v.Signals) > 0 }
 
-func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*verify.Verdict, error) {
+// verifyCapture replays a captured exchange through the guard.
+func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*verdict, error) {
 	p, err := policies.LoadRef(policyRef)
 	if err != nil {
 		return nil, err
@@ -153,35 +101,33 @@ func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*v
 	if err != nil {
 		return nil, err
 	}
-	req, err := wire.ParseRequest("", reqData)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", reqPath, err)
-	}
 	respData, err := readCapture(respPath)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := parseCapturedResponse(req.Kind, respData)
+	g, err := sdk.New(ctx, sdk.Options{Policy: p})
 	if err != nil {
+		return nil, err
+	}
+	defer g.Close()
+	x, err := g.Replay(ctx, sdk.Capture{Request: reqData, Response: respData})
+	if err != nil {
+		var ge *sdk.GuardError
+		if errors.As(err, &ge) && ge.Stage == sdk.StageParse {
+			return nil, fmt.Errorf("%s: %w", reqPath, err)
+		}
 		return nil, fmt.Errorf("%s: %w", respPath, err)
 	}
-	sc, err := p.NewScanner(nil)
-	if err != nil {
-		return nil, err
+	vd := &verdict{Exchange: x.ID, Verdict: x.Verdict(), Checks: g.Checks(), Signals: x.Signals()}
+	if vd.Signals == nil {
+		vd.Signals = []sdk.Signal{}
 	}
-	v, err := verify.New(verify.Options{Inbound: p.Inbound, Scanner: sc})
-	if err != nil {
-		return nil, err
-	}
-	ex := &inbound.Exchange{ID: "captured", Provider: req.Kind.Provider(), Model: req.Model, Streamed: req.Stream}
-	for _, s := range req.Segments {
-		ex.Texts = append(ex.Texts, s.Text)
-	}
-	return v.Check(ctx, ex, resp.text, resp.end)
+	vd.Blocked = vd.Verdict == sdk.VerdictContaminated
+	return vd, nil
 }
 
-func printVerdict(w io.Writer, vd *verify.Verdict) {
-	if !vd.Contaminated() {
+func printVerdict(w io.Writer, vd *verdict) {
+	if !vd.contaminated() {
 		fmt.Fprintln(w, "clean: no foreign material found")
 		return
 	}

@@ -212,7 +212,7 @@ func FuzzSplice(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		r.AddSystemText(text)
+		r.AddCanary(text)
 		r.AskStreamUsage()
 		out, err := r.Encode()
 		if err != nil {

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -113,52 +114,66 @@ func (r *Request) Set(i int, text string) error { return r.setSegment(r.Segments
 // unknown fields are kept byte for byte.
 func (r *Request) Encode() ([]byte, error) { return r.encode() }
 
-// AddSystemText places text in the request as system-level text (an extra
-// system message for chat, appended to the system prompt for Anthropic,
-// appended to the instructions for the responses API) and returns false for
-// kinds where there is no such place.
-func (r *Request) AddSystemText(text string) bool {
+// AddCanary places a canary text in the request after everything a
+// provider can cache, so that the request's cacheable prefix (system
+// prompt, tools, earlier messages) stays byte for byte what the caller
+// sent and providers' prefix caching keeps working: a system message after
+// the last message for chat, a user turn after the last user turn for
+// Anthropic (consecutive user turns are merged by the API), the end of the
+// input for the responses API. It returns false where there is no such
+// place (completions, embeddings, an Anthropic request ending with an
+// assistant prefill, unexpected shapes).
+func (r *Request) AddCanary(text string) bool {
 	m, ok := r.root.(map[string]any)
 	if !ok {
 		return false
 	}
 	switch r.Kind {
 	case KindChat:
-		msg := map[string]any{"role": "system", "content": text}
-		raw := appendString([]byte(`{"role":"system","content":`), text)
-		raw = append(raw, '}')
-		switch msgs := m["messages"].(type) {
-		case []any:
-			m["messages"] = append(msgs, msg)
-			r.add(edit{op: opAppend, path: Path{"messages"}, raw: raw})
-			r.Segments = append(r.Segments, Segment{Path: Path{"messages", len(msgs), "content"}, Role: "system", Field: "content", Text: text})
-		case nil:
-			_, had := m["messages"]
-			m["messages"] = []any{msg}
-			r.setMember(had, "messages", append(append([]byte{'['}, raw...), ']'))
-			r.Segments = append(r.Segments, Segment{Path: Path{"messages", 0, "content"}, Role: "system", Field: "content", Text: text})
-		default:
-			return false
-		}
+		return r.appendMessage(m, "system", text)
 	case KindAnthropic:
-		switch sys := m["system"].(type) {
-		case nil, string:
-			r.appendToString(m, "system", text)
-		case []any:
-			m["system"] = append(sys, map[string]any{"type": "text", "text": text})
-			raw := appendString([]byte(`{"type":"text","text":`), text)
-			r.add(edit{op: opAppend, path: Path{"system"}, raw: append(raw, '}')})
-			r.Segments = append(r.Segments, Segment{Path: Path{"system", len(sys), "text"}, Role: "system", Field: "system", Text: text})
-		default:
+		msgs, ok := m["messages"].([]any)
+		if !ok || len(msgs) == 0 {
 			return false
 		}
+		if last, ok := msgs[len(msgs)-1].(map[string]any); !ok || last["role"] != "user" {
+			return false
+		}
+		return r.appendMessage(m, "user", text)
 	case KindResponses:
-		switch m["instructions"].(type) {
-		case nil, string:
-			r.appendToString(m, "instructions", text)
+		switch in := m["input"].(type) {
+		case string:
+			r.appendToString(m, "input", text)
+		case []any:
+			msg := map[string]any{"role": "developer", "content": text}
+			raw := appendString([]byte(`{"role":"developer","content":`), text)
+			m["input"] = append(in, msg)
+			r.add(edit{op: opAppend, path: Path{"input"}, raw: append(raw, '}')})
+			r.Segments = append(r.Segments, Segment{Path: Path{"input", len(in), "content"}, Role: "developer", Field: "content", Text: text})
 		default:
 			return false
 		}
+		return true
+	}
+	return false
+}
+
+// appendMessage appends a message {"role": role, "content": text} to the
+// messages array (creating it when absent or null).
+func (r *Request) appendMessage(m map[string]any, role, text string) bool {
+	msg := map[string]any{"role": role, "content": text}
+	raw := appendString([]byte(`{"role":`+strconv.Quote(role)+`,"content":`), text)
+	raw = append(raw, '}')
+	switch msgs := m["messages"].(type) {
+	case []any:
+		m["messages"] = append(msgs, msg)
+		r.add(edit{op: opAppend, path: Path{"messages"}, raw: raw})
+		r.Segments = append(r.Segments, Segment{Path: Path{"messages", len(msgs), "content"}, Role: role, Field: "content", Text: text})
+	case nil:
+		_, had := m["messages"]
+		m["messages"] = []any{msg}
+		r.setMember(had, "messages", append(append([]byte{'['}, raw...), ']'))
+		r.Segments = append(r.Segments, Segment{Path: Path{"messages", 0, "content"}, Role: role, Field: "content", Text: text})
 	default:
 		return false
 	}

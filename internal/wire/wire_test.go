@@ -143,23 +143,29 @@ func TestRewriteKeepsUnknownFields(t *testing.T) {
 	}
 }
 
-func TestAddSystemText(t *testing.T) {
+// TestAddCanary places the canary after every cacheable part of the
+// request: the bytes up to the last message (system prompt, tools, earlier
+// turns) stay as the caller sent them, so providers' prefix caching holds.
+func TestAddCanary(t *testing.T) {
 	tests := []struct{ path, body, want string }{
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"u"}]}`, `{"messages":[{"role":"user","content":"u"},{"role":"system","content":"C"}]}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"system","content":"long shared prompt"},{"role":"user","content":"u"}]}`,
+			`{"messages":[{"role":"system","content":"long shared prompt"},{"role":"user","content":"u"},{"role":"system","content":"C"}]}`},
 		{"/v1/chat/completions", `{"model":"m", "messages": [ ] }`, `{"model":"m", "messages": [ {"role":"system","content":"C"}] }`},
 		{"/v1/chat/completions", `{"model":"m","messages":null}`, `{"model":"m","messages":[{"role":"system","content":"C"}]}`},
-		{"/v1/messages", `{"messages":[],"system":"s"}`, `{"messages":[],"system":"s\n\nC"}`},
-		{"/v1/messages", `{"messages":[]}`, `{"system":"C","messages":[]}`},
-		{"/v1/messages", `{"messages":[],"system":[{"type":"text","text":"s"}]}`, `{"messages":[],"system":[{"type":"text","text":"s"},{"type":"text","text":"C"}]}`},
-		{"/v1/responses", `{"input":"i"}`, `{"instructions":"C","input":"i"}`},
-		{"/v1/responses", `{"input":"i","instructions":"be \u0022brief\""}`, `{"input":"i","instructions":"be \"brief\"\n\nC"}`},
+		{"/v1/messages", `{"system":"s","messages":[{"role":"user","content":"u"}]}`,
+			`{"system":"s","messages":[{"role":"user","content":"u"},{"role":"user","content":"C"}]}`},
+		{"/v1/messages", `{"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"u"}]}]}`,
+			`{"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"u"}]},{"role":"user","content":"C"}]}`},
+		{"/v1/responses", `{"instructions":"be brief","input":"i"}`, `{"instructions":"be brief","input":"i\n\nC"}`},
+		{"/v1/responses", `{"instructions":"be \u0022brief\"","input":[{"role":"user","content":"i"}]}`,
+			`{"instructions":"be \u0022brief\"","input":[{"role":"user","content":"i"},{"role":"developer","content":"C"}]}`},
 	}
 	for _, tt := range tests {
 		r, err := ParseRequest(tt.path, []byte(tt.body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.AddSystemText("C") {
+		if !r.AddCanary("C") {
 			t.Fatalf("%s: not added", tt.body)
 		}
 		out, _ := r.Encode()
@@ -174,9 +180,16 @@ func TestAddSystemText(t *testing.T) {
 			t.Errorf("%s: canary segment missing", tt.body)
 		}
 	}
-	r, _ := ParseRequest("/v1/embeddings", []byte(`{"input":"x"}`))
-	if r.AddSystemText("C") {
-		t.Error("embeddings accepted a system text")
+	for _, tt := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"input":"x"}`},
+		{"/v1/completions", `{"prompt":"x"}`},
+		{"/v1/messages", `{"messages":[{"role":"user","content":"u"},{"role":"assistant","content":"prefill"}]}`},
+		{"/v1/messages", `{"messages":[]}`},
+	} {
+		r, _ := ParseRequest(tt.path, []byte(tt.body))
+		if r.AddCanary("C") {
+			t.Errorf("%s %s: canary placed where it has no place", tt.path, tt.body)
+		}
 	}
 }
 

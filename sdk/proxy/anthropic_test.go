@@ -126,7 +126,13 @@ func (u *anthropicUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apiErr(400, "invalid_request_error", "malformed request")
 		return
 	}
-	system, user := texts(req.System), texts(req.Messages[len(req.Messages)-1].Content)
+	// The last user turn, consecutive user messages merged as the API
+	// merges them.
+	system, user := texts(req.System), ""
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "user"; i-- {
+		user = strings.TrimPrefix(texts(req.Messages[i].Content)+"\n"+user, "\n")
+	}
+	user = strings.TrimSuffix(user, "\n")
 	u.mu.Lock()
 	u.received = append(u.received, system+"\n"+user)
 	u.n++

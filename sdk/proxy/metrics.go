@@ -76,7 +76,7 @@ func (m *metrics) audit(rec *sdk.AuditRecord) {
 	}
 	m.redacted[d] += uint64(rec.Redacted)
 	if rec.Verdict != "" {
-		m.verdicts[[2]string{d, rec.Verdict}]++
+		m.verdicts[[2]string{d, string(rec.Verdict)}]++
 	}
 	if rec.Verdict == "contaminated" {
 		m.contaminated[d]++
