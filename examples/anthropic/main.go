@@ -18,7 +18,6 @@ import (
 
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 func main() {
@@ -31,13 +30,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound})
-	if err != nil {
-		log.Fatal(err)
-	}
 	// No forced destination: the request URL (https://api.anthropic.com)
 	// matches the preset's "anthropic" destination.
-	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Verifier: v})
+	g, err := sdk.New(ctx, sdk.Options{Policy: pol})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 func main() {
@@ -38,12 +37,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound})
-	if err != nil {
-		log.Fatal(err)
-	}
 	// Treat the local server as the "openai" destination of the policy.
-	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "openai", Verifier: v})
+	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "openai"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // Options configures Run. The zero value replays the incident at full size.
@@ -529,22 +528,15 @@ func (c *config) guardedPass(ctx context.Context, name, title string, maxInput i
 	if err != nil {
 		return pass{}, err
 	}
-	sc, err := pol.NewScanner(nil)
-	if err != nil {
-		return pass{}, err
-	}
 	// Exchange IDs, placeholder secrets and canaries drawn from the seed:
 	// they are part of every prompt, so they decide where the server's
 	// pages fall and what an over-long prompt's answer reads. Drawn at
 	// random, a run could differ from the next one with the same seed.
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], c.opts.Seed)
-	v, err := verify.New(verify.Options{Inbound: pol.Inbound, Scanner: sc, CanaryKey: append([]byte("aishield demo canaries "), seed[:8]...)})
-	if err != nil {
-		return pass{}, err
-	}
-	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "shared-inference", Classifier: sc, Verifier: v,
-		Rand: rand.NewChaCha8(seed)})
+	g, err := sdk.New(ctx, sdk.Options{Policy: pol, Destination: "shared-inference",
+		CanaryKey: append([]byte("aishield demo canaries "), seed[:8]...),
+		Rand:      rand.NewChaCha8(seed)})
 	if err != nil {
 		return pass{}, err
 	}
