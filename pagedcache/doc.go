@@ -24,7 +24,9 @@
 // The "model" is deterministic: it writes the prompt into the pages of its
 // page table, then produces its answer by quoting its context, read back
 // token by token from those pages, at positions chosen by a PRNG seeded with
-// Options.Seed and the prompt. Like a real model it quotes whole words: a
+// Options.Seed, the request's seed parameter (absent: 0) and the prompt: the
+// same request gets the same answer, and a regenerate (another seed)
+// another one. Like a real model it quotes whole words: a
 // quote of 3 to 12 tokens (extended to the end of its last word) starts at
 // the start of the word holding the PRNG's pick (or the next one) and ends
 // where a word ends; words are separated by ASCII whitespace, so an e-mail

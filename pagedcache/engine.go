@@ -600,7 +600,7 @@ func (g *decodeState) slot(pos int) int {
 // documentation and quote.go.
 func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint64, emit func([]uint32) error) ([]uint32, string) {
 	s := g.s
-	rng := rand.New(rand.NewPCG(s.opts.Seed, promptHash^uint64(maxTokens)<<1))
+	rng := rand.New(rand.NewPCG(s.opts.Seed^uint64(g.j.gen.seed)*0x9e3779b97f4a7c15, promptHash^uint64(maxTokens)<<1))
 	g.ctxLen = len(g.j.prompt)
 	budget, soft := maxTokens, false
 	if g.oversize {

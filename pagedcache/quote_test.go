@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
 )
 
 func TestClassify(t *testing.T) {
@@ -300,5 +301,43 @@ func TestQuotesOverLongWords(t *testing.T) {
 				quoteProps(t, fmt.Sprintf("seed %d", seed), src, text, finish)
 			}
 		})
+	}
+}
+
+// TestSeedParameter: the same request gets the same answer; the same prompt
+// with another seed (a regenerate) gets another one.
+func TestSeedParameter(t *testing.T) {
+	ts := NewTestServer(t, WithSeed(7))
+	ask := func(seed *int64) string {
+		body := map[string]any{"model": "m", "max_tokens": 64, "messages": []any{map[string]any{"role": "user",
+			"content": "Our refund policy: items can be returned within thirty days of delivery, unused and in their original packaging, with the receipt; refunds reach the original payment method within five working days."}}}
+		if seed != nil {
+			body["seed"] = *seed
+		}
+		data, _ := json.Marshal(body)
+		resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Choices) != 1 {
+			t.Fatalf("answer: %v", err)
+		}
+		return out.Choices[0].Message.Content
+	}
+	one, two := int64(1), int64(2)
+	if a, b := ask(nil), ask(nil); a != b || a == "" {
+		t.Errorf("same request, different answers: %q, %q", a, b)
+	}
+	if a, b := ask(&one), ask(&one); a != b {
+		t.Errorf("same seed, different answers: %q, %q", a, b)
+	}
+	if a, b := ask(&one), ask(&two); a == b {
+		t.Errorf("seeds 1 and 2 gave the same answer %q", a)
 	}
 }

@@ -81,6 +81,9 @@ type generation struct {
 	maxTokens    int // 0 = server default
 	stream       bool
 	includeUsage bool
+	// seed is the request's seed (OpenAI's seed parameter): the same prompt
+	// answered with another seed is another sample, as a regenerate gets.
+	seed int64
 }
 
 // requestError is a 400 on the request body.
@@ -161,6 +164,9 @@ func parseChatRequest(body []byte) (generation, error) {
 	}
 	sb.WriteString("assistant:")
 	g := generation{model: r.Model, prompt: sb.String(), maxTokens: maxTokens, stream: r.Stream}
+	if r.Seed != nil {
+		g.seed = *r.Seed
+	}
 	g.includeUsage = r.StreamOptions != nil && r.StreamOptions.IncludeUsage
 	return g, nil
 }
@@ -198,6 +204,9 @@ func parseCompletionRequest(body []byte) (generation, error) {
 		return generation{}, &requestError{param: "prompt", msg: "prompt must not be empty"}
 	}
 	g := generation{model: r.Model, prompt: prompt, maxTokens: maxTokens, stream: r.Stream}
+	if r.Seed != nil {
+		g.seed = *r.Seed
+	}
 	g.includeUsage = r.StreamOptions != nil && r.StreamOptions.IncludeUsage
 	return g, nil
 }
