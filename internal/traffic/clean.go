@@ -246,3 +246,21 @@ func goroot() string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// FAQAnswer is what a FAQ bot answers to q: the canned answer of the
+// question q asks, in any of its wordings; ok is false for other texts.
+func FAQAnswer(q string) (answer string, ok bool) {
+	norm := func(s string) string { return strings.ToLower(strings.Trim(strings.TrimSpace(s), "?.! ")) }
+	q = norm(q)
+	for _, f := range faqs {
+		if norm(f.question) == q {
+			return f.answer, true
+		}
+		for _, p := range f.paraphrases {
+			if norm(p) == q {
+				return f.answer, true
+			}
+		}
+	}
+	return "", false
+}

@@ -81,17 +81,26 @@ var templates = []template{
 type faq struct {
 	question    string
 	paraphrases []string
+	answer      string // what a FAQ bot answers to every wording
 }
 
 var faqs = []faq{
-	{"How do refunds work?", []string{"how does a refund work", "When do I get my money back after a return?", "What is your refund process?"}},
-	{"How long does delivery take?", []string{"When will my order arrive?", "how many days for shipping", "What are the delivery times?"}},
-	{"Can I return a bicycle?", []string{"Is it possible to send a bike back?", "do you accept returns on bikes", "Can bicycles be returned?"}},
-	{"What does the warranty cover?", []string{"What is covered by the guarantee?", "warranty on the frame?", "Which parts are under warranty?"}},
-	{"How do I book a workshop appointment?", []string{"Can I get my bike serviced at your workshop?", "how to book a repair", "Where do I book a service?"}},
-	{"Do you ship outside France?", []string{"Do you deliver to Belgium?", "international shipping?", "Can you send an order to Germany?"}},
-	{"How do I track my order?", []string{"Where is my parcel?", "order tracking link", "How can I follow my delivery?"}},
-	{"Is the battery covered by the warranty?", []string{"How long is the e-bike battery guaranteed?", "battery warranty", "What if my battery stops holding charge?"}},
+	{"How do refunds work?", []string{"how does a refund work", "When do I get my money back after a return?", "What is your refund process?"},
+		"Once your return reaches our warehouse we check it within two working days, then refund the original payment method; the money usually shows on your account five working days later. Shipping costs are refunded when the item was faulty."},
+	{"How long does delivery take?", []string{"When will my order arrive?", "how many days for shipping", "What are the delivery times?"},
+		"Orders leave our warehouse within two working days. Delivery then takes three to five working days in mainland France and five to eight days elsewhere in the European Union; the confirmation e-mail has a tracking link."},
+	{"Can I return a bicycle?", []string{"Is it possible to send a bike back?", "do you accept returns on bikes", "Can bicycles be returned?"},
+		"Yes: an unused bicycle can be returned within thirty days of delivery, with its accessories and manuals, in the original box. Book the pickup from your order page and we send the courier label by e-mail."},
+	{"What does the warranty cover?", []string{"What is covered by the guarantee?", "warranty on the frame?", "Which parts are under warranty?"},
+		"Frames are covered for five years and components for two years against manufacturing defects. Wear parts such as tyres, chains, brake pads and cables are not covered, nor is damage from a crash."},
+	{"How do I book a workshop appointment?", []string{"Can I get my bike serviced at your workshop?", "how to book a repair", "Where do I book a service?"},
+		"Pick the Lyon or Grenoble workshop on our website, choose a day and the service you need, and drop the bicycle off before ten in the morning. A standard service is ready the same evening."},
+	{"Do you ship outside France?", []string{"Do you deliver to Belgium?", "international shipping?", "Can you send an order to Germany?"},
+		"We deliver to every country of the European Union and to Switzerland. Delivery takes five to eight working days outside mainland France; customs fees for Switzerland are paid on delivery."},
+	{"How do I track my order?", []string{"Where is my parcel?", "order tracking link", "How can I follow my delivery?"},
+		"Open the link in your confirmation e-mail, or sign in and go to My orders: each parcel shows the courier's tracking number and the expected delivery window as soon as it leaves our warehouse."},
+	{"Is the battery covered by the warranty?", []string{"How long is the e-bike battery guaranteed?", "battery warranty", "What if my battery stops holding charge?"},
+		"Batteries of our electric bicycles are guaranteed for two years or five hundred full charge cycles, whichever comes first, and one that holds less than seventy percent of its capacity within that time is replaced."},
 }
 
 var ragQuestions = []string{
