@@ -2,11 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	oai "github.com/openai/openai-go/v3"
@@ -169,6 +174,82 @@ func TestREADMESnippet(t *testing.T) {
 			t.Errorf("explain: %s", explain(err))
 		}
 	})
+}
+
+// recorder keeps the bodies of the requests that reach the server.
+type recorder struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(b))
+		r.mu.Unlock()
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (r *recorder) sent() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bodies)
+}
+
+// TestREADMERedaction checks what the README says of the snippet with the
+// default preset: an e-mail address leaves as a placeholder and the answer
+// has it back; a GitHub token is blocked before sending.
+func TestREADMERedaction(t *testing.T) {
+	ctx := context.Background()
+	ts := pagedcache.NewTestServer(t, pagedcache.WithSeed(1))
+	rec := &recorder{}
+	cfg := config(ts)
+	cfg.HTTPClient = &http.Client{Transport: rec}
+	client, err := newClient(ctx, preset(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const email = "quentin.arnaud@sfr.fr"
+	// The model quotes its context: asked often enough, it quotes the
+	// placeholder, which must come back as the address.
+	restored := false
+	for i := 0; i < 20 && !restored; i++ {
+		answer, err := ask(ctx, client, fmt.Sprintf("Reply to %s: the thermostat schedule changes on day %d.", email, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(answer, "[[PII_EMAIL_") {
+			t.Fatalf("placeholder not restored: %q", answer)
+		}
+		restored = strings.Contains(answer, email)
+	}
+	if !restored {
+		t.Error("no answer quoted the address back")
+	}
+	for _, b := range rec.sent() {
+		if strings.Contains(b, email) || !strings.Contains(b, "[[PII_EMAIL_") {
+			t.Fatalf("the server saw %s", b)
+		}
+	}
+	n := len(rec.sent())
+	_, err = ask(ctx, client, "Why does the deploy fail? GITHUB_TOKEN=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")
+	var blocked *sdk.BlockedError
+	if !errors.As(err, &blocked) || blocked.OverCapacity {
+		t.Fatalf("err %v: want *sdk.BlockedError for its content", err)
+	}
+	if len(rec.sent()) != n {
+		t.Error("the blocked request reached the server")
+	}
+	if strings.Contains(explain(err), "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") {
+		t.Errorf("the token is in the explanation: %s", explain(err))
+	}
 }
 
 // TestREADMETransport runs the README's openai-go snippet (newOpenAIClient)
