@@ -102,10 +102,12 @@ func main() {
 	fmt.Println("answer:", answer)
 }
 
-// clinic is the other customer's request: a clinical note, sent straight
-// to the shared service.
-const clinic = "Discharge letter. Patient Jane Roe, NHS 943 476 5919, e-mail jane.roe@nhs-mail.co.uk, " +
-	"phone +44 7700 900123, diagnosis F32.1. Draft the referral to Dr Oliver Renaud."
+// clinic is the other customer's request: a discharge letter, sent
+// straight to the shared service. Its identifiers are what an answer
+// quoting it gives away; an answer quoting only its prose carries no value
+// of it (see TestPreset in main_test.go).
+const clinic = "Discharge letter for Amélie Fontaine (amelie.fontaine@orange.fr, NHS 9434765919, mobile +33612345678), " +
+	"next of kin hugo.fontaine@free.fr. Diagnosis F32.1, sertraline 50 mg; GP cabinet.renaud@medecins-lyon.fr. Draft the referral."
 
 // incidentOptions is the incident's engine scaled down: a 4,096-token KV
 // cache in pages of 64 behind a model accepting 16,384 tokens, freed pages

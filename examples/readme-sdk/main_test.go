@@ -30,12 +30,14 @@ var long = strings.Repeat(" lorem", 5000)
 // incidentServer starts the incident's engine scaled down, like
 // incidentOptions, and has the clinic send its note straight to it, not
 // through aishield.
-func incidentServer(t *testing.T) *pagedcache.TestServer {
+func incidentServer(t *testing.T) *pagedcache.TestServer { return incidentServerNote(t, clinic) }
+
+func incidentServerNote(t *testing.T, note string) *pagedcache.TestServer {
 	t.Helper()
 	ts := pagedcache.NewTestServer(t,
 		pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(16384),
 		pagedcache.WithFaults(pagedcache.FaultOversizeStalePages), pagedcache.WithSeed(1))
-	if err := sendDirect(context.Background(), ts.URL+"/v1", "sk-clinic", clinic); err != nil {
+	if err := sendDirect(context.Background(), ts.URL+"/v1", "sk-clinic", note); err != nil {
 		t.Fatal(err)
 	}
 	return ts
@@ -105,7 +107,7 @@ func config(ts *pagedcache.TestServer) openai.ClientConfig {
 // noValues fails when a value of the clinic's note shows in msg.
 func noValues(t *testing.T, msg string) {
 	t.Helper()
-	for _, v := range []string{"jane.roe@nhs-mail.co.uk", "943 476 5919", "F32.1"} {
+	for _, v := range []string{"amelie.fontaine@orange.fr", "9434765919", "+33612345678", "hugo.fontaine@free.fr", "cabinet.renaud@medecins-lyon.fr"} {
 		if strings.Contains(msg, v) {
 			t.Errorf("the clinic's %q is in the error: %s", v, msg)
 		}
@@ -250,6 +252,82 @@ func TestREADMERedaction(t *testing.T) {
 	if strings.Contains(explain(err), "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") {
 		t.Errorf("the token is in the explanation: %s", explain(err))
 	}
+}
+
+// prose is another customer's note with no identifier in it.
+const prose = "Discharge letter. The patient was admitted with a moderate depressive episode and discharged " +
+	"on sertraline; follow-up with the community mental health team in four weeks. Draft the referral."
+
+// TestPreset shows what the default preset does with an answer over a
+// dropped prompt that quotes only another customer's prose: no value,
+// placeholder, canary or text of an exchange aishield saw, so nothing but
+// the provider's impossible usage (1 prompt token for about 5,000) gives it
+// away. The default preset flags inbound.usage_mismatch: the answer is
+// delivered and the audit trail records it as flagged. A policy that blocks
+// the signal (usage_mismatch: block, as the strict and pci presets do)
+// refuses it.
+func TestPreset(t *testing.T) {
+	ctx := context.Background()
+	serve := func(t *testing.T) *pagedcache.TestServer {
+		ts := pagedcache.NewTestServer(t,
+			pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(16384),
+			pagedcache.WithFaults(pagedcache.FaultOversizeStalePages), pagedcache.WithSeed(1))
+		if err := sendDirect(ctx, ts.URL+"/v1", "sk-clinic", prose); err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+
+	t.Run("default preset: delivered, flagged", func(t *testing.T) {
+		ts := serve(t)
+		var records []sdk.AuditRecord
+		var mu sync.Mutex
+		g, err := sdk.New(ctx, sdk.Options{Policy: preset(t), OnRecord: func(r sdk.AuditRecord) {
+			mu.Lock()
+			records = append(records, r)
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, err := ask(ctx, sdk.NewClient(g, config(ts)), long)
+		if err != nil {
+			t.Fatalf("err %v: the default preset only flags this answer", err)
+		}
+		if metric(t, ts, "pagedcache_stale_token_reads_total") == 0 || answer == "" {
+			t.Fatalf("the answer %q read no stale token", answer)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(records) != 1 || records[0].Verdict != sdk.VerdictFlagged || records[0].Signals[policies.SignalUsageMismatch] == 0 {
+			t.Fatalf("audit records %+v: want one flagged by %s", records, policies.SignalUsageMismatch)
+		}
+	})
+
+	t.Run("usage_mismatch: block: refused", func(t *testing.T) {
+		ts := serve(t)
+		src, err := policies.PresetSource("default")
+		if err != nil {
+			t.Fatal(err)
+		}
+		yaml := strings.Replace(string(src), "usage_mismatch: flag", "usage_mismatch: block", 1)
+		if yaml == string(src) {
+			t.Fatal("the default preset does not flag usage_mismatch any more")
+		}
+		pol, err := policies.Parse([]byte(yaml), "yaml", "default-usage-block.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := newClient(ctx, pol, config(ts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ask(ctx, client, long)
+		var contaminated *sdk.ContaminationError
+		if !errors.As(err, &contaminated) || contaminated.Signals[0].ID != policies.SignalUsageMismatch {
+			t.Fatalf("err %v: want *sdk.ContaminationError by %s", err, policies.SignalUsageMismatch)
+		}
+	})
 }
 
 // TestREADMETransport runs the README's openai-go snippet (newOpenAIClient)
