@@ -263,6 +263,10 @@ func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.S
 	it.textEnd = f.written
 	f.queue = append(f.queue, it)
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+		if f.x.replay {
+			f.x.blocked = append(f.x.blocked, blocking...) // judged whole: see Guard.Replay
+			return true
+		}
 		f.cut(f.x.contamination(blocking))
 		return false
 	}
@@ -326,7 +330,7 @@ func (f *streamFilter) closeSession() {
 		f.cutGuard(StageVerify, err)
 		return
 	}
-	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+	if blocking := append(f.x.blocked, f.x.apply(sigs)...); len(blocking) > 0 {
 		f.cut(f.x.contamination(blocking))
 		return
 	}

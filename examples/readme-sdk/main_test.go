@@ -278,7 +278,7 @@ func TestPreset(t *testing.T) {
 		return ts
 	}
 
-	t.Run("default preset: delivered, flagged", func(t *testing.T) {
+	t.Run("default preset: refused on the usage alone", func(t *testing.T) {
 		ts := serve(t)
 		var records []sdk.AuditRecord
 		var mu sync.Mutex
@@ -290,31 +290,32 @@ func TestPreset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		answer, err := ask(ctx, sdk.NewClient(g, config(ts)), long)
-		if err != nil {
-			t.Fatalf("err %v: the default preset only flags this answer", err)
+		_, err = ask(ctx, sdk.NewClient(g, config(ts)), long)
+		var contaminated *sdk.ContaminationError
+		if !errors.As(err, &contaminated) || contaminated.Signals[0].ID != policies.SignalUsageMismatch {
+			t.Fatalf("err %v: want *sdk.ContaminationError by %s", err, policies.SignalUsageMismatch)
 		}
-		if metric(t, ts, "pagedcache_stale_token_reads_total") == 0 || answer == "" {
-			t.Fatalf("the answer %q read no stale token", answer)
+		if metric(t, ts, "pagedcache_stale_token_reads_total") == 0 {
+			t.Fatal("the answer read no stale token")
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(records) != 1 || records[0].Verdict != sdk.VerdictFlagged || records[0].Signals[policies.SignalUsageMismatch] == 0 {
-			t.Fatalf("audit records %+v: want one flagged by %s", records, policies.SignalUsageMismatch)
+		if len(records) != 1 || records[0].Verdict != sdk.VerdictContaminated || records[0].Signals[policies.SignalUsageMismatch] == 0 {
+			t.Fatalf("audit records %+v: want one refused by %s", records, policies.SignalUsageMismatch)
 		}
 	})
 
-	t.Run("usage_mismatch: block: refused", func(t *testing.T) {
+	t.Run("usage_mismatch: flag: delivered, flagged", func(t *testing.T) {
 		ts := serve(t)
 		src, err := policies.PresetSource("default")
 		if err != nil {
 			t.Fatal(err)
 		}
-		yaml := strings.Replace(string(src), "usage_mismatch: flag", "usage_mismatch: block", 1)
+		yaml := strings.Replace(string(src), "usage_mismatch: block", "usage_mismatch: flag", 1)
 		if yaml == string(src) {
-			t.Fatal("the default preset does not flag usage_mismatch any more")
+			t.Fatal("the default preset does not block usage_mismatch any more")
 		}
-		pol, err := policies.Parse([]byte(yaml), "yaml", "default-usage-block.yaml")
+		pol, err := policies.Parse([]byte(yaml), "yaml", "default-usage-flag.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,10 +323,8 @@ func TestPreset(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ask(ctx, client, long)
-		var contaminated *sdk.ContaminationError
-		if !errors.As(err, &contaminated) || contaminated.Signals[0].ID != policies.SignalUsageMismatch {
-			t.Fatalf("err %v: want *sdk.ContaminationError by %s", err, policies.SignalUsageMismatch)
+		if answer, err := ask(ctx, client, long); err != nil || answer == "" {
+			t.Fatalf("answer %q, err %v: a flagged answer is delivered", answer, err)
 		}
 	})
 }
