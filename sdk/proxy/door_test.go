@@ -328,7 +328,9 @@ func TestProxyStreamEndsCleanly(t *testing.T) {
 					events = append(events, d)
 				}
 			}
-			var last struct{ Error struct{ Type, Code, Message string } }
+			var last struct {
+				Error struct{ Type, Code, Message string }
+			}
 			if len(events) == 0 || json.Unmarshal([]byte(events[len(events)-1]), &last) != nil ||
 				last.Error.Code != tc.code || strings.Count(string(data), `"error":`) != 1 {
 				t.Fatalf("stream %q: want one final error event with code %s", data, tc.code)
