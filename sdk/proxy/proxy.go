@@ -321,6 +321,7 @@ func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper, errLo
 		},
 		Transport:      tr,
 		FlushInterval:  -1,
+		BufferPool:     copyBuffers,
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		ErrorLog:       errLog,
@@ -705,6 +706,23 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController (ReverseProxy's flushing) reach the
 // underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// copyBuffers are the buffers ReverseProxy copies response bodies with,
+// shared by every route (it would allocate 32 KB per response otherwise).
+var copyBuffers = &bufferPool{}
+
+// bufferPool is an httputil.BufferPool of 32 KB buffers, safe for
+// concurrent use.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // errIdle is the cause of a request cancelled by idleTimeout. It is a
 // timeout (Timeout reports true), which the guard's stream filter reports
