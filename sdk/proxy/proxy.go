@@ -256,12 +256,12 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		bases[d.Name] = u
 	}
 	names := slices.Sorted(maps.Keys(bases))
-	if len(bases) == 0 {
-		return nil, fmt.Errorf("proxy: policy %q declares no destination with an http(s) base_url: nothing to forward to", opts.Policy.Name)
-	}
 	if _, ok := bases[opts.Upstream]; opts.Upstream != "" && !ok {
 		return nil, fmt.Errorf("proxy: upstream %q is not a destination of policy %q with an http(s) base_url (reachable: %s)",
 			opts.Upstream, opts.Policy.Name, strings.Join(names, ", "))
+	}
+	if len(bases) == 0 {
+		return nil, fmt.Errorf("proxy: policy %q declares no destination with an http(s) base_url: nothing to forward to", opts.Policy.Name)
 	}
 
 	g, err := sdk.New(ctx, sdk.Options{Policy: opts.Policy, Key: opts.Key, Store: opts.Store, CanaryKey: opts.CanaryKey,
