@@ -374,9 +374,11 @@ func (f *streamFilter) finish(err error) {
 		return
 	}
 	switch {
+	case f.sawDone:
+		// Complete: whatever broke after the terminal event took nothing.
 	case !errors.Is(err, io.EOF):
 		f.writeErrorEvent(upstreamFailure(f.x.Destination, err))
-	case !f.sawDone && !f.x.FailedOpen:
+	case !f.x.FailedOpen:
 		f.writeErrorEvent("upstream_error", "stream_truncated", fmt.Sprintf(
 			"aishield: the stream of upstream %s ended before its terminal event (truncated); the answer is incomplete", f.x.Destination))
 	}

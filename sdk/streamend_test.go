@@ -53,7 +53,8 @@ func lastEvent(stream []byte) (last string, errorEvents int) {
 // TestStreamEndings: with StreamOptions.ErrorEvent (a proxy's mode) every
 // stream that does not end normally ends with exactly one error event in
 // the provider's format, decided by the stream filter from what it parsed
-// (not from the last bytes), and Read then returns io.EOF; without it
+// (not from the last bytes), and Read then returns io.EOF (a stream that
+// breaks after its terminal event is complete: no event); without it
 // (in-process clients) Read returns the typed error or the upstream's read
 // error, and a truncated stream ends with io.EOF, as before.
 func TestStreamEndings(t *testing.T) {
@@ -81,6 +82,8 @@ func TestStreamEndings(t *testing.T) {
 			wantType: "upstream_error", wantErr: func(err error) bool { return err == nil }},
 		{name: "upstream reset", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(truncated), err: reset} },
 			wantType: "upstream_error", wantCode: "upstream_unavailable", wantErr: func(err error) bool { return errors.Is(err, reset) }},
+		{name: "reset after the terminal event", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(complete), err: reset} },
+			wantErr: func(err error) bool { return errors.Is(err, reset) }},
 		{name: "upstream timeout", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(truncated), err: timeoutError{}} },
 			wantType: "upstream_error", wantCode: "upstream_timeout", wantErr: func(err error) bool { return errors.Is(err, timeoutError{}) }},
 		{name: "malformed", body: func() io.ReadCloser {
