@@ -43,8 +43,9 @@ https://api.openai.com/v1 through aishield. The caller's API key passes through 
 is never logged. Each request is attributed to a principal in the audit trail: the value of
 the X-Aishield-Principal header (--principal-header; removed before forwarding), else a keyed
 hash of the caller's API key. --audit FILE continues the chain of the trail FILE already
-holds, so a restarted proxy keeps it intact. /healthz answers "ok"; /metrics serves Prometheus metrics (requests,
-decisions, blocked, redacted, contaminations, latency). With --redis, several proxies share
+holds, so a restarted proxy keeps it intact. /healthz answers "ok"; /metrics serves
+Prometheus metrics (requests, decisions, blocked, redacted, contaminations, latency).
+With --redis, several proxies share
 their memory of recent exchanges (the cross-exchange signal) through Redis; set
 AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exchanges.`,
 		Example: `  aishield proxy --policy default --upstream openai
@@ -77,12 +78,12 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 			}
 			if auditPath != "" {
 				// Continue the trail's chain: a restarted proxy appends to it.
-				log, f, err := sdk.OpenAuditLog(auditPath)
+				auditLog, f, err := sdk.OpenAuditLog(auditPath)
 				if err != nil {
 					return withCode(2, fmt.Errorf("--audit %s: %w", auditPath, err))
 				}
 				defer f.Close()
-				opts.AuditLog = log
+				opts.AuditLog = auditLog
 			}
 			p, err := proxy.New(ctx, opts)
 			if err != nil {
