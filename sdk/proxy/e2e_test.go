@@ -130,24 +130,6 @@ func faultRun(t *testing.T, fault pagedcache.Fault, seed uint64) {
 		fault, seed, blocked, rejected, caught, truncated, delivered, clean)
 }
 
-func containsAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if len(x) > 0 && len(s) >= len(x) && indexOf(s, x) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}
-
 // TestProxyLoad holds 16 concurrent go-openai clients (plain and streaming)
 // through the proxy in front of the paged-cache server with the incident's
 // fault on, for a bounded number of requests: no errors, and no answer
