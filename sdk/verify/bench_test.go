@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -48,6 +49,38 @@ func BenchmarkVerify4KB(b *testing.B) {
 		if _, err := s.check(ctx, true); err != nil {
 			b.Fatal(err)
 		}
+		s.release()
+	}
+}
+
+// BenchmarkBegin4KB is the request side of an exchange, the proxy's hot
+// path before the request is answered: Begin of a 4 KB request (with the
+// guard's findings, so nothing is rescanned) against a store that remembers
+// a thousand earlier exchanges, recording it.
+func BenchmarkBegin4KB(b *testing.B) {
+	ctx := context.Background()
+	v := newTestVerifier(b, Options{})
+	g := newGen(5, 6)
+	for i := 0; i < 1000; i++ {
+		ge := g.exchange(v, fmt.Sprint("warm-", i))
+		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	text := g.sentences(4 << 10)
+	fs, err := v.scanner.ScanString(ctx, text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex := &inbound.Exchange{ID: "bench", Texts: []string{text}, Findings: [][]classifiers.Finding{fs}, FindingsKey: v.keyID}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := v.begin(ctx, ex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.closed = true
 		s.release()
 	}
 }
