@@ -83,14 +83,14 @@ func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) error {
 	return nil
 }
 
-// fromAborted reports whether r's source was marked aborted less than
-// AbortWindow ago (see MarkAborted), asking the store once per run.
-func (s *session) fromAborted(ctx context.Context, r *run) (bool, error) {
+// fromAborted reports whether r's source, the request of exchange id, was
+// marked aborted less than AbortWindow ago (see MarkAborted), asking the
+// store once per run.
+func (s *session) fromAborted(ctx context.Context, r *run, id string) (bool, error) {
 	v := s.v
 	if r.aborted == 0 {
 		r.aborted = -1
-		id, ok := s.name(r.src)
-		if !ok || v.opts.AbortWindow <= 0 {
+		if v.opts.AbortWindow <= 0 {
 			return false, nil
 		}
 		now := v.now()

@@ -701,19 +701,20 @@ func TestQuality(t *testing.T) {
 			}
 		}
 		// The store has seen the request's prose, and the response's as
-		// written when it was verified to the end (an injected fragment
-		// may have split a sentence of a contaminated one).
+		// written when it was a source: verified to the end without any
+		// signal (a contaminated answer is nobody's source).
+		recorded := complete && !vd.Contaminated()
 		seen := source{ge: ge}
 		for _, p := range ge.own {
-			if strings.Contains(ge.user, p) || complete && strings.Contains(response, p) {
+			if strings.Contains(ge.user, p) || recorded && strings.Contains(response, p) {
 				seen.text = append(seen.text, p)
 			}
 		}
 		done = append(done, seen)
 		// What the store saw of this exchange: its request, and its
-		// response when it was verified to the end.
+		// response when it was recorded.
 		df.add(append(append([]string(nil), ge.ex.Sent...), func() string {
-			if complete {
+			if recorded {
 				return response
 			}
 			return ""

@@ -248,7 +248,13 @@ func New(opts Options) (*Verifier, error) {
 		v.ttl = fingerprint.DefaultTTL
 	}
 	if v.store == nil {
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: opts.Inbound.MaxExchanges})
+		// An exchange is two holders: its request and its answer (see
+		// provenance.go).
+		n := opts.Inbound.MaxExchanges
+		if n <= 0 {
+			n = fingerprint.DefaultMaxExchanges
+		}
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 2 * n})
 	}
 	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey
