@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -122,19 +123,41 @@ func (v *Verifier) principalTag(p string) string {
 	if p == "" {
 		return ""
 	}
-	m := hmac.New(sha256.New, v.canaryKey)
-	m.Write([]byte("aishield-principal\x00"))
-	m.Write([]byte(p))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(m.Sum(sum[:0])[:ptagLen/2])
+	var b [ptagLen]byte
+	return string(v.appendTag(b[:0], p))
 }
 
-// requestHolder is the holder name of an exchange's request.
-func requestHolder(id, ptag string) string {
-	if ptag == "" {
-		return id
+// appendTag appends the tag of principal p (not "") to dst: HMAC-SHA256
+// under CanaryKey, its first ptagLen/2 bytes in hex.
+func (v *Verifier) appendTag(dst []byte, p string) []byte {
+	m, _ := v.tagMAC.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, v.canaryKey)
 	}
-	return id + string(holderSep) + string(requestSuffix) + ptag
+	m.Reset()
+	m.Write([]byte("aishield-principal\x00" + p))
+	var sum [sha256.Size]byte
+	dst = hex.AppendEncode(dst, m.Sum(sum[:0])[:ptagLen/2])
+	v.tagMAC.Put(m)
+	return dst
+}
+
+// requestHolder returns the holder name of the request of exchange id sent
+// by principal p, and the principal's tag ("" when unknown), a part of the
+// name.
+func (v *Verifier) requestHolder(id, p string) (name, ptag string) {
+	if p == "" {
+		return id, ""
+	}
+	var b strings.Builder
+	b.Grow(len(id) + 2 + ptagLen)
+	b.WriteString(id)
+	b.WriteByte(holderSep)
+	b.WriteByte(requestSuffix)
+	var tag [ptagLen]byte
+	b.Write(v.appendTag(tag[:0], p))
+	name = b.String()
+	return name, name[len(id)+2:]
 }
 
 // answerHolder is the holder name of an exchange's answer, with the level
@@ -219,19 +242,33 @@ func mix64(x uint64) uint64 {
 // in 2^j of them, the same ones in every request).
 func sampleRank(h uint64) int { return bits.TrailingZeros64(mix64(h ^ 0x5ca1ab1e0ddba11)) }
 
-// sampleLevel returns the smallest level at which the sample of the
-// distinct hashes hs holds at most 2·relSample of them, and its size.
-func sampleLevel(hs []uint64) (level, n int) {
+// sampleLevel returns the smallest level at which the sample of hashes hs
+// holds at most 2·relSample of them (a hash repeated in hs counts each
+// time: the sample may be smaller once repeats are dropped).
+func sampleLevel(hs []uint64) int {
 	var hist [65]int
 	for _, h := range hs {
 		hist[sampleRank(h)]++
 	}
-	n = len(hs)
+	level, n := 0, len(hs)
 	for n > 2*relSample && level < 64 {
 		n -= hist[level]
 		level++
 	}
-	return level, n
+	return level
+}
+
+// sample appends to dst the distinct hashes of hs whose rank is at least
+// level, in increasing order.
+func sample(dst, hs []uint64, level int) []uint64 {
+	n := len(dst)
+	for _, h := range hs {
+		if sampleRank(h) >= level {
+			dst = append(dst, h)
+		}
+	}
+	slices.Sort(dst[n:])
+	return append(dst[:n], slices.Compact(dst[n:])...)
 }
 
 // relTag is the part of the relation keys of exchange id that names it.
@@ -262,10 +299,25 @@ func requestDigest(texts []string) uint64 {
 		space := false
 		started := false
 		for i := 0; i < len(t); {
-			r, size := rune(t[i]), 1
-			if r >= utf8.RuneSelf {
-				r, size = utf8.DecodeRuneInString(t[i:])
+			c := t[i]
+			if c < utf8.RuneSelf {
+				// ASCII, the common case, without the Unicode tables.
+				i++
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				} else if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+					space = started
+					continue
+				}
+				if space {
+					put(' ')
+					space = false
+				}
+				started = true
+				put(c)
+				continue
 			}
+			r, size := utf8.DecodeRuneInString(t[i:])
 			i += size
 			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 				space = started
@@ -277,10 +329,6 @@ func requestDigest(texts []string) uint64 {
 			}
 			started = true
 			r = unicode.ToLower(r)
-			if r < utf8.RuneSelf {
-				put(byte(r))
-				continue
-			}
 			var b [utf8.UTFMax]byte
 			for _, c := range b[:utf8.EncodeRune(b[:], r)] {
 				put(c)
@@ -291,10 +339,11 @@ func requestDigest(texts []string) uint64 {
 	return h ^ digestTag
 }
 
-// requestSketch returns this exchange's distinct request fingerprints and
-// the digest of its texts, as written (computed once): the canary line and
-// placeholders the guard put in the texts it sent say nothing of what the
-// caller asked. Texts that were sent as written are not fingerprinted again.
+// requestSketch returns this exchange's request fingerprints (repeats
+// included) and the digest of its texts, as written (computed once): the
+// canary line and placeholders the guard put in the texts it sent say
+// nothing of what the caller asked. Texts that were sent as written are not
+// fingerprinted again.
 func (s *session) requestSketch() ([]uint64, uint64) {
 	if !s.hasSketch {
 		s.hasSketch = true
@@ -314,8 +363,6 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 				s.reqFP = append(s.reqFP, f.Hash)
 			}
 		}
-		slices.Sort(s.reqFP)
-		s.reqFP = slices.Compact(s.reqFP)
 		texts := s.ex.Texts
 		if len(texts) == 0 {
 			texts = s.ex.Sent
@@ -330,15 +377,15 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 // of the sample.
 func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 	fps, digest := s.requestSketch()
-	level, n := sampleLevel(fps)
+	level := sampleLevel(fps)
 	tag := relTag(s.ex.ID)
 	dst = append(dst, relKey(tag, digest))
-	for _, h := range fps {
-		if sampleRank(h) >= level {
-			dst = append(dst, relKey(tag, h))
-		}
+	n := len(dst)
+	dst = sample(dst, fps, level)
+	for i := n; i < len(dst); i++ {
+		dst[i] = relKey(tag, dst[i])
 	}
-	return dst, level, n
+	return dst, level, len(dst) - n
 }
 
 // related reports whether the request of the exchange whose answer is h
@@ -350,14 +397,11 @@ func (s *session) related(ctx context.Context, h *holder) (bool, error) {
 	}
 	h.related = -1
 	fps, digest := s.requestSketch()
-	mine, _ := sampleLevel(fps)
-	level := max(mine, h.level)
+	level := max(sampleLevel(fps), h.level)
 	tag := relTag(h.id)
-	keys := append(s.relKeys[:0], relKey(tag, digest))
-	for _, f := range fps {
-		if sampleRank(f) >= level {
-			keys = append(keys, relKey(tag, f))
-		}
+	keys := sample(append(s.relKeys[:0], relKey(tag, digest)), fps, level)
+	for i := 1; i < len(keys); i++ {
+		keys[i] = relKey(tag, keys[i])
 	}
 	s.relKeys = keys
 	hs, err := s.v.store.Lookup(ctx, keys)

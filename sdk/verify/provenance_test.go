@@ -2,6 +2,9 @@ package verify
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -541,8 +544,8 @@ func TestHolderNames(t *testing.T) {
 		name string
 		want holder
 	}{
-		{requestHolder("9f2c", ""), holder{known: true, id: "9f2c", n: -1}},
-		{requestHolder("9f2c", tag), holder{known: true, id: "9f2c", ptag: tag, n: -1}},
+		{first(v.requestHolder("9f2c", "")), holder{known: true, id: "9f2c", n: -1}},
+		{first(v.requestHolder("9f2c", "sk-live-0123456789")), holder{known: true, id: "9f2c", ptag: tag, n: -1}},
 		{answerHolder("9f2c", tag, 3, 97), holder{known: true, id: "9f2c", answer: true, ptag: tag, level: 3, n: 97}},
 		{answerHolder("9f2c", "", 0, 5), holder{known: true, id: "9f2c", answer: true, n: 5}},
 		{answerHolder("a~b", "", 0, 5), holder{known: true, id: "a~b", answer: true, n: 5}},
@@ -555,8 +558,18 @@ func TestHolderNames(t *testing.T) {
 			t.Errorf("parseHolder(%q) = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = parseHolder("9f2c~a" + tag + ".3.97") }); n != 0 {
+	name := "9f2c~a" + tag + ".3.97"
+	if n := testing.AllocsPerRun(100, func() { _ = parseHolder(name) }); n != 0 {
 		t.Errorf("parseHolder allocates %v times", n)
+	}
+	if name, ptag := v.requestHolder("9f2c", "sk-live-0123456789"); ptag != tag || name != "9f2c~q"+tag {
+		t.Errorf("requestHolder = %q, %q", name, ptag)
+	}
+	// The tag is HMAC-SHA256 under CanaryKey, as documented.
+	m := hmac.New(sha256.New, testKey)
+	m.Write([]byte("aishield-principal\x00sk-live-0123456789"))
+	if want := hex.EncodeToString(m.Sum(nil)[:ptagLen/2]); tag != want {
+		t.Errorf("tag %s, want %s", tag, want)
 	}
 
 	c := redistest.Client(t)
@@ -588,6 +601,8 @@ func TestHolderNames(t *testing.T) {
 		t.Fatal("the answer was not recorded")
 	}
 }
+
+func first(a, _ string) string { return a }
 
 // TestRelatedRequests checks the relatedness rule on requests of known
 // shapes (see provenance.go), on both sides of its threshold, and with
@@ -667,5 +682,30 @@ func TestRequestDigest(t *testing.T) {
 	}
 	if requestDigest([]string{"ÉTÉ"}) != requestDigest([]string{"été"}) {
 		t.Error("case folding of non-ASCII letters")
+	}
+}
+
+// TestHolderIndex: holders are resolved once and found again by ref,
+// through growth of the index, as a busy store's lookups meet them.
+func TestHolderIndex(t *testing.T) {
+	v := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(nil, fingerprint.RedisOptions{})}) // names path; never called
+	s := &session{v: v, ex: &inbound.Exchange{ID: "self"}, scratch: v.getScratch()}
+	for i := range 300 {
+		s.names = append(s.names, answerHolder(fmt.Sprint("ex-", i), "", i%5, i))
+	}
+	order := newGen(3, 3).r.Perm(300)
+	for round := range 2 {
+		for _, i := range order {
+			h := s.holderOf(fingerprint.Ref(i + 1))
+			if !h.known || !h.answer || h.id != fmt.Sprint("ex-", i) || h.n != i || h.ref != fingerprint.Ref(i+1) {
+				t.Fatalf("round %d: holder %d = %+v", round, i, h)
+			}
+		}
+	}
+	if len(s.holders) != 300 {
+		t.Fatalf("%d holders resolved for 300", len(s.holders))
+	}
+	if h := s.holderOf(301); h.known {
+		t.Fatalf("unknown ref: %+v", h)
 	}
 }

@@ -71,6 +71,7 @@ type scratch struct {
 	// Provenance (see provenance.go): the holders met, resolved on first
 	// use, and the request's sketch for related-request checks.
 	holders   []holder
+	hidx      []uint64 // index of holders by ref (see holderOf)
 	hasSketch bool
 	reqFP     []uint64                  // distinct request fingerprints
 	digest    uint64                    // digest of the request's texts
@@ -88,6 +89,7 @@ func (v *Verifier) getScratch() *scratch {
 		sc.win.Reset()
 		sc.hasWords, sc.hasSketch = false, false
 		sc.respFP, sc.fps, sc.holders = sc.respFP[:0], sc.fps[:0], sc.holders[:0]
+		clear(sc.hidx)
 		return sc
 	}
 	return &scratch{win: fingerprint.NewWinnower(v.opts.Fingerprint)}
@@ -96,7 +98,7 @@ func (v *Verifier) getScratch() *scratch {
 func (v *Verifier) putScratch(sc *scratch) {
 	if len(sc.grams.slots) > maxPooledSlots || len(sc.ownWords.slots) > maxPooledSlots ||
 		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
-		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots {
+		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -241,8 +243,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		record = append(record, entityKey(h))
 	}
 	s.record = record
-	s.ptag = v.principalTag(ex.Principal)
-	s.holder = requestHolder(ex.ID, s.ptag)
+	s.holder, s.ptag = v.requestHolder(ex.ID, ex.Principal)
 	if crossOn || v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
 		if err := v.store.Record(ctx, s.holder, record, v.ttl); err != nil {
 			s.release()
@@ -656,8 +657,10 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 						fmt.Sprintf("%d bytes of text shared with an exchange no longer remembered (%d fingerprints in a row)", r.covered, r.n)))
 				}
 				continue
-			case s.ptag != "" && h.ptag == s.ptag:
-				s.reported = append(s.reported, src) // the principal's own
+			case s.ptag != "" && h.ptag == s.ptag, h.id == s.ex.ID:
+				// The principal's own, or this exchange's own answer (an
+				// exchange checked twice).
+				s.reported = append(s.reported, src)
 				continue
 			case h.answer:
 				if full {
@@ -734,11 +737,25 @@ func (s *session) reportedExchange(id string) bool {
 
 // holderOf returns what the store's holder src is (see provenance.go),
 // resolving its name on first use. The pointer is valid until the next
-// call.
+// call. A 4 KB answer meets a couple of hundred holders in a busy store:
+// they are found through a small open-addressing index (hidx: ref<<32 |
+// position+1, 0 empty; refs are never 0).
 func (s *session) holderOf(src fingerprint.Ref) *holder {
-	for i := range s.holders {
-		if s.holders[i].ref == src {
-			return &s.holders[i]
+	if 2*(len(s.holders)+1) > len(s.hidx) {
+		s.hidx = slices.Grow(s.hidx[:0], max(16, 2*len(s.hidx)))[:max(16, 2*len(s.hidx))]
+		clear(s.hidx)
+		for i := range s.holders {
+			s.indexHolder(s.holders[i].ref, i)
+		}
+	}
+	mask := len(s.hidx) - 1
+	for i := slotOf(uint64(src), mask); ; i = (i + 1) & mask {
+		e := s.hidx[i]
+		if e == 0 {
+			break
+		}
+		if fingerprint.Ref(e>>32) == src {
+			return &s.holders[uint32(e)-1]
 		}
 	}
 	h := holder{n: -1}
@@ -747,7 +764,17 @@ func (s *session) holderOf(src fingerprint.Ref) *holder {
 	}
 	h.ref = src
 	s.holders = append(s.holders, h)
+	s.indexHolder(src, len(s.holders)-1)
 	return &s.holders[len(s.holders)-1]
+}
+
+func (s *session) indexHolder(src fingerprint.Ref, pos int) {
+	mask := len(s.hidx) - 1
+	i := slotOf(uint64(src), mask)
+	for s.hidx[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.hidx[i] = uint64(src)<<32 | uint64(pos+1)
 }
 
 // principalsOwn reports whether all the holders of a fingerprint, others

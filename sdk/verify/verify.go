@@ -209,6 +209,7 @@ type Verifier struct {
 	refStore    refStore
 	common      hashSet
 	scratch     sync.Pool // *scratch
+	tagMAC      sync.Pool // hash.Hash: HMAC-SHA256 under canaryKey, for principal tags
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
