@@ -447,8 +447,24 @@ func (g *gen) exchange(v *Verifier, id string) *genExchange {
 // three to seven words. At least 95% must be caught (a few are mostly
 // amounts, under the informative words every run needs), and clean
 // answers must stay clean with those sources under the lower bar.
+//
+// It runs twice: with principals unknown (the corpus above), and with the
+// exchanges of 40 principals (exchange i is principal i mod 40's), every
+// fragment drawn from another principal's exchange: the same goals hold.
 func TestQuality(t *testing.T) {
+	for _, principals := range []int{0, 40} {
+		t.Run(fmt.Sprintf("principals=%d", principals), func(t *testing.T) { quality(t, principals) })
+	}
+}
+
+func quality(t *testing.T, principals int) {
 	ctx := context.Background()
+	principal := func(i int) string {
+		if principals == 0 {
+			return ""
+		}
+		return fmt.Sprint("tenant-", i%principals)
+	}
 	const abortEvery = 20
 	v := newTestVerifier(t, Options{Boilerplate: []string{disclaimer}})
 	g := newGen(2026+qualitySeed(), 155)
@@ -482,6 +498,7 @@ func TestQuality(t *testing.T) {
 			// disconnect during prefill): its request may come back in
 			// short fragments.
 			ab := ga.exchange(v, fmt.Sprintf("ab-%04d", i))
+			ab.ex.Principal = principal(i)
 			st, err := v.Begin(ctx, ab.ex)
 			if err != nil {
 				t.Fatal(err)
@@ -499,6 +516,17 @@ func TestQuality(t *testing.T) {
 			df.add(ab.ex.Sent)
 		}
 		ge := g.exchange(v, fmt.Sprintf("ex-%04d", i))
+		ge.ex.Principal = principal(i)
+		// other draws a source among from of another principal than ge's
+		// (with principals unknown, the first draw: the corpus stays the
+		// same).
+		other := func(r *rand.Rand, from []source) source {
+			for {
+				if src := from[r.IntN(len(from))]; principals == 0 || src.ge.ex.Principal != ge.ex.Principal {
+					return src
+				}
+			}
+		}
 		response := ge.response
 		kind := ""
 		var src source
@@ -508,11 +536,11 @@ func TestQuality(t *testing.T) {
 			// late write in the cache pages gives them, one of them 46
 			// bytes or more.
 			kind = "short"
-			src = aborted[ga.r.IntN(len(aborted))]
+			src = other(ga.r, aborted)
 			frag = ga.shortFragments(src.text, df)
 		} else if i >= 20 && i%3 == 0 {
 			kind = kinds[(i/3)%3]
-			src = done[g.r.IntN(len(done))]
+			src = other(g.r, done)
 			switch kind {
 			case "entity":
 				// A window of 64 to 128 bytes of the source's request
@@ -541,7 +569,7 @@ func TestQuality(t *testing.T) {
 				// for another (up to 50 draws, counted).
 				for try := 0; try < 50 && frag == ""; try++ {
 					if try > 0 {
-						src = done[g.r.IntN(len(done))]
+						src = other(g.r, done)
 						redrawn++
 					}
 					var long []string
