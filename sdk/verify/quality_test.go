@@ -723,7 +723,7 @@ func quality(t *testing.T, principals int) {
 							continue
 						}
 						hs, _ := v.store.Lookup(ctx, []uint64{f.Hash})
-						t.Logf("  fp %3d-%3d %q count=%d own=%v src=%v words=%v", f.Offset, f.End, response[f.Offset:f.End], hs[0].Count, own[f.Hash], slices.Contains(hs[0].Exchanges, src.ge.ex.ID), v.informativeWords([]byte(response), f.Offset, f.End, nil, nil))
+						t.Logf("  fp %3d-%3d %q count=%d own=%v holders=%v words=%v", f.Offset, f.End, response[f.Offset:f.End], hs[0].Count, own[f.Hash], hs[0].Exchanges, v.informativeWords([]byte(response), f.Offset, f.End, nil, nil))
 					}
 				}
 			}
