@@ -75,12 +75,20 @@ import (
 //     short inputs, a long shared system prompt before short questions,
 //     the same retrieved document, a conversation and its continuation.
 //
+// Both look at the texts as the caller wrote them (inbound.Exchange.Texts):
+// the canary line and the placeholders the guard put in what it sent are
+// different in every exchange and say nothing of what was asked.
+//
 // There is deliberately no absolute floor in bytes: a multi-tenant
 // application sends every tenant the same long system prompt, and a
 // fragment of one tenant's answer in another's must still count when
 // their own questions make up most of their requests (with the default
 // fingerprint options, a 200-byte system prompt before 400 bytes of user
-// text is a third of the request: unrelated).
+// text is a third of the request: unrelated). TestQuality's corpus (six
+// system prompts of 160 to 230 bytes shared by all its exchanges, and
+// their own text) measures how close unrelated requests come to the
+// threshold; TestRelatedRequests pins requests of known shapes on both
+// sides of it.
 //
 // Relatedness is computed lazily: Begin records nothing more than before
 // (no store round trip is added to the proxy's hot path). A clean answer
@@ -98,7 +106,8 @@ import (
 // have at most 2·relSample fingerprints, which covers requests of about
 // 600 bytes). Keys derived from the exchange ID are held by that one
 // exchange only, so holder lists truncated to MaxHolders cannot hide the
-// answer, however common the shared text is.
+// answer, however common the shared text is. A recorded answer costs the
+// store at most 2·relSample+1 such keys besides its fingerprints.
 
 // relSample bounds the sample of request fingerprints an answer records
 // its relation keys for: between relSample and 2·relSample of them (all
@@ -144,7 +153,7 @@ func (v *Verifier) appendTag(dst []byte, p string) []byte {
 
 // requestHolder returns the holder name of the request of exchange id sent
 // by principal p, and the principal's tag ("" when unknown), a part of the
-// name.
+// name. It is safe for concurrent use (the HMACs are pooled per Verifier).
 func (v *Verifier) requestHolder(id, p string) (name, ptag string) {
 	if p == "" {
 		return id, ""
