@@ -192,13 +192,24 @@ func TestProxyLoad(t *testing.T) {
 	t.Logf("%d clients x %d requests: %d errors, %d leaks", clients, perClient, errs.Load(), leaks.Load())
 }
 
-// prose is n words of seeded, clean text, different for every seed.
+// prose is n words of real documentation (the Go distribution's, as
+// traffic.GoDocuments reads it), from a seeded place: clean text whose
+// vocabulary and phrasing are those people send, different for every seed.
 func prose(seed uint64, n int) string {
-	words := strings.Fields("the a schedule comfort mode eco morning evening weekly thermostat room heat window door sensor battery screen menu period day night change keep open close set start stop warm cold quiet quick simple light")
+	words := proseWords()
 	r := rand.New(rand.NewPCG(seed, 99))
+	start := r.IntN(len(words))
 	out := make([]string, n)
 	for i := range out {
-		out[i] = words[r.IntN(len(words))]
+		out[i] = words[(start+i)%len(words)]
 	}
 	return strings.Join(out, " ")
 }
+
+var proseWords = sync.OnceValue(func() []string {
+	var words []string
+	for _, d := range traffic.GoDocuments() {
+		words = append(words, strings.Fields(d)...)
+	}
+	return words
+})

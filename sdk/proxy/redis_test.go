@@ -116,7 +116,7 @@ func TestProxiesShareMemoryThroughRedis(t *testing.T) {
 			}
 			// B's prompt is over the scheduler's limit (4,095 tokens) and
 			// under the context the policy declares: it goes out.
-			text, err := ask(ctx, client(p2.URL, "bob"), "Summarise these public reviews.\n\n"+prose(5, 5000), 400, tc.stream)
+			text, err := ask(ctx, client(p2.URL, "bob"), "Summarise these public reviews.\n\n"+prose(5, 3200), 400, tc.stream)
 
 			rec := record(t, ts, 2)
 			if rec.Outcome != "decoded-after-abort" || len(rec.ForeignTenants()) == 0 {
