@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
 )
 
 func TestClassify(t *testing.T) {

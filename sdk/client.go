@@ -13,9 +13,12 @@ import (
 // on the client returned by OpenAI, whose requests pass through the same
 // Transport (their text fields are classified too, as generic JSON).
 //
-// A blocked request returns an error wrapping *BlockedError, a response
-// with foreign material one wrapping *ContaminationError (errors.As finds
-// both). A Client is safe for concurrent use.
+// A blocked request returns *BlockedError, an answer with foreign
+// material *ContaminationError, a failure of the guard *GuardError
+// (errors.As finds them; a stream cut mid-way returns an error wrapping
+// *ContaminationError from Recv). The client returned by OpenAI gets the
+// guard's refusals as go-openai's *openai.APIError (codes aishield_*);
+// sdk.WithRefusal recovers the typed error there too. A Client is safe for concurrent use.
 type Client struct {
 	client *openai.Client
 }
@@ -49,27 +52,50 @@ func (c *Client) OpenAI() *openai.Client { return c.client }
 
 // CreateChatCompletion is go-openai's CreateChatCompletion, guarded.
 func (c *Client) CreateChatCompletion(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
-	return c.client.CreateChatCompletion(ctx, req)
+	ctx, refused := WithRefusal(ctx)
+	resp, err := c.client.CreateChatCompletion(ctx, req)
+	return resp, guardErr(err, refused)
 }
 
 // CreateChatCompletionStream is go-openai's CreateChatCompletionStream,
 // guarded: the stream's text is verified before Recv returns it, and Recv
 // returns an error wrapping *ContaminationError when the stream is cut.
 func (c *Client) CreateChatCompletionStream(ctx context.Context, req openai.ChatCompletionRequest) (*openai.ChatCompletionStream, error) {
-	return c.client.CreateChatCompletionStream(ctx, req)
+	ctx, refused := WithRefusal(ctx)
+	resp, err := c.client.CreateChatCompletionStream(ctx, req)
+	return resp, guardErr(err, refused)
 }
 
 // CreateCompletion is go-openai's CreateCompletion, guarded.
 func (c *Client) CreateCompletion(ctx context.Context, req openai.CompletionRequest) (openai.CompletionResponse, error) {
-	return c.client.CreateCompletion(ctx, req)
+	ctx, refused := WithRefusal(ctx)
+	resp, err := c.client.CreateCompletion(ctx, req)
+	return resp, guardErr(err, refused)
 }
 
 // CreateCompletionStream is go-openai's CreateCompletionStream, guarded.
 func (c *Client) CreateCompletionStream(ctx context.Context, req openai.CompletionRequest) (*openai.CompletionStream, error) {
-	return c.client.CreateCompletionStream(ctx, req)
+	ctx, refused := WithRefusal(ctx)
+	resp, err := c.client.CreateCompletionStream(ctx, req)
+	return resp, guardErr(err, refused)
 }
 
 // CreateEmbeddings is go-openai's CreateEmbeddings, guarded.
 func (c *Client) CreateEmbeddings(ctx context.Context, conv openai.EmbeddingRequestConverter) (openai.EmbeddingResponse, error) {
-	return c.client.CreateEmbeddings(ctx, conv)
+	ctx, refused := WithRefusal(ctx)
+	resp, err := c.client.CreateEmbeddings(ctx, conv)
+	return resp, guardErr(err, refused)
+}
+
+// guardErr returns the guard's typed error when it refused the call (the
+// Transport answered with an HTTP error, which go-openai turned into an
+// *openai.APIError), else err.
+func guardErr(err error, refused func() error) error {
+	if err == nil {
+		return nil
+	}
+	if r := refused(); r != nil {
+		return r
+	}
+	return err
 }

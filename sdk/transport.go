@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/aishield/aishield/internal/wire"
 )
 
 // DefaultMaxBody bounds the request and (non-streamed) response bodies the
@@ -23,13 +25,21 @@ const DefaultMaxBody = 64 << 20
 // It follows the RoundTripper contract: the caller's request is never
 // modified (it is cloned and the clone gets the filtered body,
 // ContentLength and GetBody), the request body is always closed, and an
-// error is returned only when there is no response to return: a blocked
-// request (*BlockedError, nothing sent), a failure of the guard
-// (*GuardError, failing closed), a non-streamed response that carried
-// foreign material (*ContaminationError, the response is discarded), or
-// the inner transport's error. A streamed response that turns out
-// contaminated is cut: reading its body returns *ContaminationError (or,
-// with Stream.ErrorEvent, yields an SSE error event and then io.EOF).
+// error is returned only when there is no response: the inner transport's
+// error, or the caller's request body that could not be read.
+//
+// What the guard refuses gets a response, never an error: a blocked
+// request (nothing was sent), a failure of the guard (failing closed) and a
+// non-streamed answer that carried foreign material (discarded) are
+// answered with an HTTP error in the API's own format ([Refusal]: 403, 400,
+// 413, 502 or 500) carrying X-Should-Retry: false. The official OpenAI and
+// Anthropic SDKs retry a round trip that fails with an error, which would
+// send the prompt again to the service that just leaked; they do not retry
+// such a response. The typed error (*BlockedError, *ContaminationError,
+// *GuardError) is filed in the request's context for [WithRefusal]; Client
+// returns it. A streamed response that turns out contaminated is cut:
+// reading its body returns *ContaminationError (or, with
+// Stream.ErrorEvent, yields an SSE error event and then io.EOF).
 //
 // A Transport is safe for concurrent use (its fields must not change once
 // it is in use). Its zero value is not usable: it needs a Guard (RoundTrip
@@ -92,17 +102,41 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	x, resp, err := t.roundTrip(req)
+	if err == nil {
+		return resp, nil
+	}
+	r, ok := RefusalOf(err)
+	if !ok {
+		return nil, err // the inner transport's error: nothing was answered
+	}
+	// The guard refused or failed: answer it as the API would, so that the
+	// client does not send the prompt again (see Refusal), and file the
+	// typed error for WithRefusal.
+	fileRefusal(req.Context(), err)
+	anthropic := AnthropicPath(req.URL.Path)
+	if x != nil && x.kind != "" {
+		anthropic = x.kind == wire.KindAnthropic
+	}
+	return r.response(req, anthropic), nil
+}
+
+// roundTrip is RoundTrip with the guard's refusals as errors.
+func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, error) {
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
 		body, err = readLimited(req.Body, t.maxBody())
 		req.Body.Close()
 		if err != nil {
-			return nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("reading request body: %w", err)}
+			if !errors.Is(err, ErrTooLarge) {
+				return nil, nil, err // the caller's body could not be read
+			}
+			return nil, nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("reading request body: %w", err)}
 		}
 	}
 	if t.Guard == nil {
-		return nil, &GuardError{Stage: StageParse, Err: errors.New("sdk.Transport has no Guard")}
+		return nil, nil, &GuardError{Stage: StageGuard, Err: errors.New("sdk.Transport has no Guard")}
 	}
 	ctx := req.Context()
 	var principal string
@@ -112,7 +146,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Destination: t.Destination,
 		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type")})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := req.Clone(ctx)
 	if len(x.Body) > 0 || req.Body != nil {
@@ -131,7 +165,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base().RoundTrip(out)
 	if err != nil {
 		x.Fail(0)
-		return nil, err
+		return x, nil, err
 	}
 	ct := resp.Header.Get("Content-Type")
 	media, _, _ := mime.ParseMediaType(ct)
@@ -140,31 +174,31 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		err := &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("compressed response (%s) cannot be verified", resp.Header.Get("Content-Encoding"))}
 		if !t.Guard.policy.FailOpen {
 			x.Fail(resp.StatusCode)
-			return nil, err
+			return x, nil, err
 		}
 		x.FailedOpen, x.failNote, x.verdict, x.status = true, StageResponse, VerdictUnverified, resp.StatusCode
 		t.Guard.record(x)
-		return resp, nil
+		return x, resp, nil
 	}
 	if media == "text/event-stream" {
 		resp.Body = x.Stream(ctx, resp.Body, t.Stream)
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
-		return resp, nil
+		return x, resp, nil
 	}
 	data, err := readLimited(resp.Body, t.maxBody())
 	resp.Body.Close()
 	if err != nil {
 		x.Fail(resp.StatusCode)
-		return nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
+		return x, nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
 	}
 	data, err = x.Response(ctx, resp.StatusCode, ct, data)
 	if err != nil {
-		return nil, err
+		return x, nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	resp.ContentLength = int64(len(data))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
 	resp.Uncompressed = false
-	return resp, nil
+	return x, resp, nil
 }

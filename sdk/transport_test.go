@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -247,8 +248,8 @@ func TestForeignPlaceholderNeverRestored(t *testing.T) {
 	}
 	// Request B (another user, no e-mail) gets A's placeholder back.
 	u.reply = func(string) string { return "Earlier someone wrote " + leaked + " here." }
-	_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
-		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	_, err := ask(ctx, client, openai.ChatCompletionNewParams{Model: "gpt-4o",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}, false)
 	var ce *sdk.ContaminationError
 	if !errors.As(err, &ce) || ce.Signals[0].ID != policies.SignalForeignPlaceholder {
 		t.Fatalf("err = %v, want *ContaminationError with %s", err, policies.SignalForeignPlaceholder)
@@ -371,19 +372,33 @@ func TestTransportContract(t *testing.T) {
 	}
 	assertRedactedUpstream(t, u)
 
-	// No Guard: fail closed, and the body is still closed.
+	// No Guard: fail closed with a 500 the client does not retry, and the
+	// body is still closed.
 	cb := &closeTracker{Reader: bytes.NewReader(body)}
-	req2, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", cb)
-	if _, err := (&sdk.Transport{}).RoundTrip(req2); err == nil || !cb.closed {
-		t.Fatalf("zero Transport: err=%v closed=%v", err, cb.closed)
+	ctx2, refused := sdk.WithRefusal(context.Background())
+	req2, _ := http.NewRequestWithContext(ctx2, "POST", u.URL+"/v1/chat/completions", cb)
+	resp, err = (&sdk.Transport{}).RoundTrip(req2)
+	var ge *sdk.GuardError
+	if err != nil || resp.StatusCode != 500 || resp.Header.Get("X-Should-Retry") != "false" || !errors.As(refused(), &ge) || !cb.closed {
+		t.Fatalf("zero Transport: resp=%v err=%v refusal=%v closed=%v", resp, err, refused(), cb.closed)
 	}
-	// A blocked request closes the body and returns no response.
+	// A blocked request closes the body, sends nothing and is answered
+	// with a 403 in the API's format that says not to retry.
+	sent := len(u.received())
 	cb = &closeTracker{Reader: bytes.NewReader(chatBody(secret))}
-	req3, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", cb)
+	ctx3, refused := sdk.WithRefusal(context.Background())
+	req3, _ := http.NewRequestWithContext(ctx3, "POST", u.URL+"/v1/chat/completions", cb)
 	resp, err = (&sdk.Transport{Guard: g}).RoundTrip(req3)
 	var be *sdk.BlockedError
-	if resp != nil || !errors.As(err, &be) || !cb.closed {
-		t.Fatalf("blocked: resp=%v err=%v closed=%v", resp, err, cb.closed)
+	if err != nil || resp.StatusCode != 403 || resp.Header.Get("X-Should-Retry") != "false" || !errors.As(refused(), &be) ||
+		!cb.closed || len(u.received()) != sent {
+		t.Fatalf("blocked: resp=%v err=%v refusal=%v closed=%v", resp, err, refused(), cb.closed)
+	}
+	var apiErr struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&apiErr); err != nil || apiErr.Error.Code != "aishield_blocked" || strings.Contains(apiErr.Error.Message, "glpat-") {
+		t.Fatalf("blocked body: %+v, %v", apiErr, err)
 	}
 }
 

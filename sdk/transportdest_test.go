@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -47,7 +48,8 @@ func TestTransportDestinationAndPrincipal(t *testing.T) {
 			sent := len(u.received())
 			c := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: tt.dest, Principal: who}}
 			body := chatBody(tt.text)
-			req, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", bytes.NewReader(body))
+			ctx, refused := sdk.WithRefusal(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", u.URL+"/v1/chat/completions", bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			if tt.principal != "" {
 				req.Header.Set("X-Who", tt.principal)
@@ -55,6 +57,9 @@ func TestTransportDestinationAndPrincipal(t *testing.T) {
 			resp, err := c.Do(req)
 			if resp != nil {
 				resp.Body.Close()
+			}
+			if r := refused(); r != nil {
+				err = r // answered with an HTTP error; the guard's typed error is filed
 			}
 			if req.Header.Get("X-Who") != tt.principal || req.ContentLength != int64(len(body)) {
 				t.Errorf("the caller's request was modified")

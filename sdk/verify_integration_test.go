@@ -59,7 +59,7 @@ func TestWithVerifier(t *testing.T) {
 			}
 			err = s.Err()
 		} else {
-			_, err = client.Chat.Completions.New(ctx, params)
+			_, err = ask(ctx, client, params, false)
 		}
 		var ce *sdk.ContaminationError
 		if !errors.As(err, &ce) {
@@ -110,10 +110,16 @@ func TestVerifierWithItsOwnKey(t *testing.T) {
 }
 
 // ask sends params plain or streamed and returns the answer text.
+// The guard's refusals reach openai-go as HTTP errors it turns into its own
+// *openai.Error; ask returns the guard's typed error then (sdk.WithRefusal).
 func ask(ctx context.Context, client openai.Client, params openai.ChatCompletionNewParams, streamed bool) (string, error) {
 	if !streamed {
+		ctx, refused := sdk.WithRefusal(ctx)
 		resp, err := client.Chat.Completions.New(ctx, params)
 		if err != nil {
+			if r := refused(); r != nil {
+				return "", r
+			}
 			return "", err
 		}
 		return resp.Choices[0].Message.Content, nil

@@ -14,10 +14,18 @@ import (
 	"github.com/aishield/aishield/sdk"
 )
 
+// chat sends one question; through sdk.Transport, a refusal of the guard is
+// answered as an HTTP error go-openai reports, and the guard's typed error
+// is recovered with sdk.WithRefusal.
 func chat(t *testing.T, c *openai.Client, text string) (openai.ChatCompletionResponse, error) {
 	t.Helper()
-	return c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m", MaxTokens: 64,
+	ctx, refused := sdk.WithRefusal(context.Background())
+	resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 64,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}})
+	if r := refused(); r != nil {
+		return resp, r
+	}
+	return resp, err
 }
 
 func client(ts *pagedcache.TestServer, key string, rt http.RoundTripper) *openai.Client {

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 
-	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	openai "github.com/sashabaranov/go-openai"
 
@@ -329,9 +328,10 @@ func TestPreset(t *testing.T) {
 	})
 }
 
-// TestREADMETransport runs the README's openai-go snippet (newOpenAIClient)
-// against the same incident: the answer is refused, and the prompt is sent
-// once, not again.
+// TestREADMETransport runs the README's openai-go snippet (newOpenAIClient,
+// askOpenAI) against the same incident: the answer is refused, and the
+// prompt is sent once, not again, although openai-go retries failed round
+// trips by default.
 func TestREADMETransport(t *testing.T) {
 	ctx := context.Background()
 	ts := incidentServer(t)
@@ -340,8 +340,7 @@ func TestREADMETransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := newOpenAIClient(g, option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("sk-other"))
-	_, err = client.Chat.Completions.New(ctx, oai.ChatCompletionNewParams{Model: "m", MaxTokens: oai.Int(48),
-		Messages: []oai.ChatCompletionMessageParamUnion{oai.UserMessage(long)}})
+	_, err = askOpenAI(ctx, client, long)
 	var contaminated *sdk.ContaminationError
 	if !errors.As(err, &contaminated) {
 		t.Fatalf("err %v: want *sdk.ContaminationError", err)

@@ -431,14 +431,7 @@ func TestClassifyByType(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"request too large", &sdk.GuardError{Stage: sdk.StageParse, Err: fmt.Errorf("reading request body: %w", sdk.ErrTooLarge)}, 413, "request_too_large"},
-		{"response too large", &sdk.GuardError{Stage: sdk.StageResponse, Err: fmt.Errorf("reading response body: %w", sdk.ErrTooLarge)}, 502, "response_too_large"},
-		{"response text says larger than", &sdk.GuardError{Stage: sdk.StageResponse, Err: errors.New("a number larger than the schema allows")}, 500, "aishield_guard_error"},
-		{"request text says larger than", &sdk.GuardError{Stage: sdk.StageParse, Err: errors.New("array larger than expected")}, 400, "aishield_unparsable"},
-		{"client body unreadable", &sdk.GuardError{Stage: sdk.StageParse, Err: fmt.Errorf("reading request body: %w", &clientBodyError{err: io.ErrUnexpectedEOF})}, 400, "unreadable_body"},
-		{"blocked", &sdk.BlockedError{Destination: "upstream"}, 403, "aishield_blocked"},
-		{"over capacity", &sdk.BlockedError{Destination: "upstream", OverCapacity: true}, 400, "aishield_over_capacity"},
-		{"contaminated", &sdk.ContaminationError{Destination: "upstream"}, 502, "aishield_contamination"},
+		{"client body unreadable", &clientBodyError{err: io.ErrUnexpectedEOF}, 400, "unreadable_body"},
 		{"timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, 504, "upstream_timeout"},
 		{"idle", fmt.Errorf("%w: %w", errIdle, context.Canceled), 504, "upstream_timeout"},
 		{"deadline", context.DeadlineExceeded, 504, "upstream_timeout"},

@@ -200,6 +200,9 @@ type call struct {
 	api       string // "openai" or "anthropic": the error format
 	principal string
 	w         *statusRecorder
+	// refused returns the guard's refusal of the call, nil when none: the
+	// guard's Transport answered it in the API's format already.
+	refused func() error
 }
 
 type callKey struct{}
@@ -387,7 +390,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.principal = principal
-	rt.rp.ServeHTTP(c.w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
+	ctx, refused := sdk.WithRefusal(context.WithValue(r.Context(), callKey{}, c))
+	c.refused = refused
+	rt.rp.ServeHTTP(c.w, r.WithContext(ctx))
 }
 
 // route picks the destination of path and the path to append to its
@@ -433,10 +438,10 @@ func (p *Proxy) principal(r *http.Request) (string, error) {
 // format, and its 5xx, in that format (see the package documentation).
 // Streams and answers below 400 pass as the guard delivers them.
 func (p *Proxy) modifyResponse(resp *http.Response) error {
-	if resp.StatusCode < 400 || isStream(resp.Header) {
-		return nil
-	}
 	c := callOf(resp.Request)
+	if resp.StatusCode < 400 || isStream(resp.Header) || c.refused() != nil {
+		return nil // delivered by the guard, or its own refusal
+	}
 	// The guard passed the provider's error through unverified (it is not
 	// model output), already read whole.
 	data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit+1))
@@ -496,34 +501,16 @@ func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // classify maps a round-trip error to an HTTP status and the API error's
-// type, code and message, by the error's type (never its text).
+// type, code and message, by the error's type (never its text). Only errors
+// with no response reach it: the guard answers its own refusals (see
+// sdk.Refusal), so these are the caller's unreadable body and the
+// upstream's failures.
 func (p *Proxy) classify(err error, dest string) (int, string, string, string) {
-	var be *sdk.BlockedError
-	var ce *sdk.ContaminationError
-	var ge *sdk.GuardError
 	var cbe *clientBodyError
 	var ne net.Error
 	switch {
-	case errors.As(err, &be):
-		if be.OverCapacity {
-			return http.StatusBadRequest, "invalid_request_error", "aishield_over_capacity", be.Error()
-		}
-		return http.StatusForbidden, "aishield_blocked", "aishield_blocked", be.Error()
-	case errors.As(err, &ce):
-		return http.StatusBadGateway, "aishield_contamination", "aishield_contamination", ce.Error()
 	case errors.As(err, &cbe):
 		return http.StatusBadRequest, "invalid_request_error", "unreadable_body", "aishield proxy: could not read the request body"
-	case errors.As(err, &ge):
-		switch {
-		case errors.Is(err, sdk.ErrTooLarge) && ge.Stage == sdk.StageParse:
-			return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("aishield proxy: the request body is over the %d-byte limit", p.opts.MaxBody)
-		case errors.Is(err, sdk.ErrTooLarge):
-			return http.StatusBadGateway, "upstream_error", "response_too_large", ge.Error()
-		case ge.Stage == sdk.StageParse:
-			return http.StatusBadRequest, "invalid_request_error", "aishield_unparsable", ge.Error()
-		}
-		return http.StatusInternalServerError, "aishield_guard_error", "aishield_guard_error", ge.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errIdle), errors.As(err, &ne) && ne.Timeout():
 		return http.StatusGatewayTimeout, "upstream_error", "upstream_timeout",
 			fmt.Sprintf("aishield proxy: upstream %s timed out", dest)

@@ -274,7 +274,13 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 		cfg.BaseURL = srv.url + "/v1"
 		cfg.HTTPClient = &http.Client{Transport: rt, Timeout: 2 * time.Minute}
 		client := openai.NewClientWithConfig(cfg)
-		text, err := send(ctx, client, r)
+		// The guard answers its refusals as HTTP errors (so that no client
+		// retries them); the typed error is filed in the request's context.
+		rctx, refused := sdk.WithRefusal(ctx)
+		text, err := send(rctx, client, r)
+		if rf := refused(); rf != nil {
+			err = rf
+		}
 
 		o := Outcome{N: r.N, Tenant: r.Tenant, Label: r.Label, Oversize: r.Oversize, Stream: r.Stream, Abort: r.Abort}
 		if rec.reached {
