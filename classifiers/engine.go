@@ -110,10 +110,10 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 	return s.scanChunkRaw(ctx, text, acceptLo, acceptHi, pos, base, nil)
 }
 
-// scanChunkRaw is scanChunk that also appends to spans, when not nil, the
-// span and detector of every finding before overlaps are resolved (see
-// ScanPartial).
-func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, spans *[]rawSpan) ([]Finding, error) {
+// scanChunkRaw is scanChunk that also records in part, when not nil, the
+// keyword hits of the built-in detectors and the span and detector of
+// every finding before overlaps are resolved (see ScanPartial).
+func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, part *partialScan) ([]Finding, error) {
 	st := s.getState(ctx, text, acceptLo, acceptHi)
 	defer s.putState(st)
 	// Pass 1: keywords and context words.
@@ -126,6 +126,9 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 				return
 			}
 			d := s.dets[ref.det]
+			if part != nil {
+				part.hits = append(part.hits, detHit{ref.det, start, end})
+			}
 			if d.hit != nil {
 				st.hits = append(st.hits, detHit{ref.det, start, end})
 				return
@@ -173,9 +176,9 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
-	if spans != nil {
+	if part != nil {
 		for _, r := range st.out {
-			*spans = append(*spans, rawSpan{int(r.start), int(r.end), r.who})
+			part.spans = append(part.spans, rawSpan{int(r.start), int(r.end), r.who})
 		}
 	}
 	raw := s.resolveOverlaps(st, st.out)

@@ -83,24 +83,34 @@ type PartialOptions struct {
 // candidates held longer than opts.MaxHold are the exception. It is safe
 // for concurrent use.
 func (s *Scanner) ScanPartial(ctx context.Context, text []byte, opts PartialOptions) (fs []Finding, settled int, err error) {
-	var spans []rawSpan
+	var part partialScan
 	if len(text) <= s.chunk {
-		fs, err = s.scanChunkRaw(ctx, text, 0, len(text), newPosTracker(), 0, &spans)
+		fs, err = s.scanChunkRaw(ctx, text, 0, len(text), newPosTracker(), 0, &part)
 		fs = sortFindings(fs)
 	} else {
-		// A long text: its findings as Scan finds them, and the spans of
-		// the last chunk's (what is held lies well within it).
+		// A long text: its findings as Scan finds them, and what the
+		// last chunk holds (what is held lies well within it).
 		fs, err = s.Scan(ctx, text)
 		base := len(text) - s.overlap
 		if ctx.Err() == nil {
-			_, _ = s.scanChunkRaw(ctx, text[base:], 0, len(text)-base, newPosTracker(), base, &spans)
-			for i := range spans {
-				spans[i].start += base
-				spans[i].end += base
+			_, _ = s.scanChunkRaw(ctx, text[base:], 0, len(text)-base, newPosTracker(), base, &part)
+			for i := range part.spans {
+				part.spans[i].start += base
+				part.spans[i].end += base
+			}
+			for i := range part.hits {
+				part.hits[i].start += base
+				part.hits[i].end += base
 			}
 		}
 	}
-	return fs, s.settle(text, spans, opts), err
+	return fs, s.settle(text, &part, opts), err
+}
+
+// partialScan is what a scan records for ScanPartial.
+type partialScan struct {
+	spans []rawSpan // findings before overlaps are resolved
+	hits  []detHit  // keyword hits of the built-in detectors (context words aside)
 }
 
 // rawSpan is a finding before overlaps are resolved: its span and who
@@ -207,8 +217,8 @@ func newPartialTables(s *Scanner) *partialTables {
 }
 
 // settle returns where the findings of text stop being final (see
-// ScanPartial); spans are its findings before overlaps are resolved.
-func (s *Scanner) settle(text []byte, spans []rawSpan, opts PartialOptions) int {
+// ScanPartial), given what its scan recorded.
+func (s *Scanner) settle(text []byte, part *partialScan, opts PartialOptions) int {
 	t := s.partialTables()
 	n := len(text)
 	floor := 0
@@ -236,35 +246,26 @@ func (s *Scanner) settle(text []byte, spans []rawSpan, opts PartialOptions) int 
 			hold(n - s.acRefs[p].length)
 		}
 	}
-	// Keywords whose detector still reads forward. The window is the
-	// farthest any of them reads (a private key block's).
-	if t.banner >= 0 || t.pem >= 0 || t.tlp >= 0 || t.generic >= 0 {
-		w := max(0, n-16500)
-		var pending [acLanes - 1][]acHit
-		m.scan(text[w:], &pending, func(p, end int) {
-			ref := s.acRefs[p]
-			if ref.det < 0 || ref.context {
-				return
+	// Keywords whose detector still reads forward.
+	token := false // a "token" keyword (genericKeys), as in auth_token
+	for _, h := range part.hits {
+		switch h.det {
+		case t.banner:
+			if bannerOpen(text, h.start, h.end) {
+				hold(h.start)
 			}
-			end += w
-			start := end - ref.length
-			switch ref.det {
-			case t.banner:
-				if bannerOpen(text, start, end) {
-					hold(start)
-				}
-			case t.pem:
-				if pemOpen(text, start) {
-					hold(start)
-				}
-			case t.tlp:
-				if end+20 > n { // the detector's window after "tlp"
-					hold(start)
-				}
-			case t.generic:
-				hold(genericOpen(text, end))
+		case t.pem:
+			if pemOpen(text, h.start) {
+				hold(h.start)
 			}
-		})
+		case t.tlp:
+			if h.end+20 > n { // the detector's window after "tlp"
+				hold(h.start)
+			}
+		case t.generic:
+			hold(genericOpen(text, h.end))
+			token = token || h.end > n-306
+		}
 	}
 	// Numbers a context word may still make findings: those that end at
 	// or after ctxLo.
@@ -290,7 +291,7 @@ func (s *Scanner) settle(text []byte, spans []rawSpan, opts PartialOptions) int 
 	// Candidates a keyword may still enable from afar.
 	if t.twilio >= 0 {
 		w := max(floor, n-306)
-		if seg := text[w:]; bytes.Contains(seg, []byte("SK")) || containsFoldASCII(seg, "auth") {
+		if seg := text[w:]; bytes.Contains(seg, []byte("SK")) || token || t.generic < 0 && containsFoldASCII(seg, "token") {
 			if loc := t.twilioRe.FindIndex(seg); loc != nil {
 				hold(w + loc[0])
 			}
@@ -322,7 +323,7 @@ func (s *Scanner) settle(text []byte, spans []rawSpan, opts PartialOptions) int 
 		at = min(at, max(0, n-opts.Hold))
 	}
 	// Findings a context word may still change.
-	for _, r := range spans {
+	for _, r := range part.spans {
 		if t.ctxWho[r.who] && min(n, ctxFrom) <= r.end+ctxReach {
 			at = min(at, r.start)
 		}
@@ -330,7 +331,7 @@ func (s *Scanner) settle(text []byte, spans []rawSpan, opts PartialOptions) int 
 	// A finding that reaches into what is held, and any that overlaps it.
 	for changed := true; changed; {
 		changed = false
-		for _, r := range spans {
+		for _, r := range part.spans {
 			if r.start < at && r.end > at {
 				at, changed = r.start, true
 			}

@@ -40,6 +40,9 @@ import (
 func canaryTail(text []byte) int {
 	n := len(text)
 	for i := max(0, n-CanaryLen); i < n; i++ {
+		if text[i] != CanaryPrefix[0] {
+			continue
+		}
 		t := text[i:]
 		if len(t) <= len(CanaryPrefix) {
 			if strings.HasPrefix(CanaryPrefix, string(t)) {
