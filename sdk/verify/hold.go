@@ -84,7 +84,9 @@ func (s *session) vouch(final bool) {
 	if final {
 		release = len(s.buf)
 	} else if s.v.on(policies.SignalCrossExchange) {
-		release = min(release, s.crossHold())
+		// Never longer than the fixed window did (a fragment needs far
+		// less to be judged; a run of white space normalises to a byte).
+		release = min(release, max(s.crossHold(), len(s.buf)-s.v.holdBack))
 	}
 	s.verified = max(s.verified, release)
 }

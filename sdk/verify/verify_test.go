@@ -424,3 +424,25 @@ func TestStreamHoldBack(t *testing.T) {
 		s.release()
 	}
 }
+
+// TestStreamHoldBackBounded: what a session holds back for the sake of
+// fingerprints is bounded by Verifier.HoldBack, even where the text
+// normalises to next to nothing (a long run of white space).
+func TestStreamHoldBackBounded(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVerifier(t, Options{})
+	s, err := v.begin(ctx, &inbound.Exchange{ID: "spaces", Texts: []string{"Summarise the ticket."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release()
+	text := "We reviewed the ticket carefully and" + strings.Repeat(" ", 4000) + "the fix ships soon"
+	for p := text; len(p) > 0; p = p[min(len(p), 7):] {
+		if _, err := s.Write(ctx, inbound.Delta{Text: p[:min(len(p), 7)]}); err != nil {
+			t.Fatal(err)
+		}
+		if hb := s.HoldBack(); hb > v.HoldBack() {
+			t.Fatalf("held back %d bytes after %d, more than %d", hb, len(s.buf), v.HoldBack())
+		}
+	}
+}
