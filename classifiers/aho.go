@@ -19,6 +19,11 @@ type acMatcher struct {
 	patterns []string // lower-cased patterns
 	maxLen   int      // the longest pattern's length in bytes
 	recip    uint64   // ceil(2^64 / nclass): see state
+	// fail and depth are each state's failure link and trie depth (the
+	// length of the pattern prefix it stands for), for ScanPartial's
+	// question of which keywords a text ends inside of.
+	fail  []uint32
+	depth []int32
 }
 
 // newACMatcher builds the automaton for patterns, which must already be
@@ -95,9 +100,15 @@ func newACMatcher(patterns []string) *acMatcher {
 	}
 	m.out = make([][]int, len(nodes))
 	m.hasOut = make([]bool, len(nodes))
+	m.fail = make([]uint32, len(nodes))
+	m.depth = make([]int32, len(nodes))
 	for i := range nodes {
 		m.out[i] = nodes[i].out
 		m.hasOut[i] = len(nodes[i].out) > 0
+		m.fail[i] = nodes[i].fail
+		for _, nx := range nodes[i].next {
+			m.depth[nx] = m.depth[i] + 1 // children come after their parent
+		}
 	}
 	// Premultiply: entries hold next*nclass, with bit 31 set when the next
 	// state has output, so the scan loop is one load, one add and one test.

@@ -107,6 +107,13 @@ type span struct{ lo, hi int }
 // [acceptLo, acceptHi) (chunk-relative), sorted by Start, with stream
 // offsets and the positions pos gives them.
 func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int) ([]Finding, error) {
+	return s.scanChunkRaw(ctx, text, acceptLo, acceptHi, pos, base, nil)
+}
+
+// scanChunkRaw is scanChunk that also records in part, when not nil, the
+// keyword hits of the built-in detectors and the span and detector of
+// every finding before overlaps are resolved (see ScanPartial).
+func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, part *partialScan) ([]Finding, error) {
 	st := s.getState(ctx, text, acceptLo, acceptHi)
 	defer s.putState(st)
 	// Pass 1: keywords and context words.
@@ -119,6 +126,9 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 				return
 			}
 			d := s.dets[ref.det]
+			if part != nil {
+				part.hits = append(part.hits, detHit{ref.det, start, end})
+			}
 			if d.hit != nil {
 				st.hits = append(st.hits, detHit{ref.det, start, end})
 				return
@@ -166,6 +176,11 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
+	if part != nil {
+		for _, r := range st.out {
+			part.spans = append(part.spans, rawSpan{int(r.start), int(r.end), r.who})
+		}
+	}
 	raw := s.resolveOverlaps(st, st.out)
 	// A finding that won an overlap took its loser's place, which can
 	// come before a finding that starts earlier; positions are counted

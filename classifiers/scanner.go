@@ -112,6 +112,8 @@ type Scanner struct {
 	entropy         entropyTable
 	ovClass         []uint8 // per who (see rawFinding): overlapClass of its category
 	allowed         map[allowKey]bool
+	partialOnce     sync.Once
+	partial         *partialTables // ScanPartial's tables, built on first use
 }
 
 // allowKey is an allowed value: its detector (a rawFinding's who) and the

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aishield/aishield/internal/sse"
 	"github.com/aishield/aishield/internal/wire"
@@ -64,6 +65,7 @@ type item struct {
 	ev      *sse.Event // original event (nil for a synthesized one)
 	typ     string
 	data    []byte // new data when modified or synthesized
+	text    string // the verified text the item carries (not released yet)
 	textEnd int    // offset in the verified text at the end of this item
 }
 
@@ -275,7 +277,7 @@ func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.S
 		sigs = append(sigs, s...)
 	}
 	f.written += len(text)
-	it.textEnd = f.written
+	it.text, it.textEnd = text, f.written
 	f.queue = append(f.queue, it)
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
 		if f.x.replay {
@@ -293,7 +295,9 @@ func (f *streamFilter) enqueueRaw(ev *sse.Event) {
 }
 
 // release writes out the queued items the verifier vouches for (all of
-// them when all is true).
+// them when all is true). The text the verifier vouches for goes out at
+// once: of an item it vouches for in part, the vouched start goes out in
+// an event of its own (see splitItem) and the rest waits.
 func (f *streamFilter) release(all bool) {
 	vouched := f.written
 	if !all && !f.closed && f.x.session != nil {
@@ -304,28 +308,106 @@ func (f *streamFilter) release(all bool) {
 		vouched -= max(hb, 0)
 	}
 	n := 0
-	for _, it := range f.queue {
+	for ; n < len(f.queue); n++ {
+		it := &f.queue[n]
 		if !all && it.textEnd > vouched {
+			if cut := vouched - (it.textEnd - len(it.text)); cut > 0 {
+				if head, rest, k, ok := splitItem(it, cut); ok {
+					if !f.writeItem(&item{typ: it.typ, data: head}) {
+						return
+					}
+					it.data, it.text = rest, it.text[k:]
+				}
+			}
 			break
 		}
-		var err error
-		switch {
-		case it.data != nil:
-			ev := &sse.Event{Event: it.typ, Data: it.data, Retry: -1}
-			if it.ev != nil {
-				ev.ID, ev.HasID = it.ev.ID, it.ev.HasID
-			}
-			err = f.w.Write(ev)
-		default:
-			err = f.w.WriteRaw(it.ev.Raw)
-		}
-		if err != nil {
-			f.err = err
+		if !f.writeItem(it) {
 			return
 		}
-		n++
 	}
 	f.queue = f.queue[n:]
+}
+
+// splitItem splits it, whose text is vouched for up to cut bytes, into the
+// data of an event carrying that start (the event reduced to that delta:
+// no finish reason, no usage, no SSE ID) and the data of it carrying the
+// rest; k is where the text was split (cut, back to a rune boundary). Only
+// an event whose one text is a delta of plain text is split: not tool-call
+// JSON, and not one with log-probabilities, which would then go out twice.
+// ok is false for the others, which wait whole.
+func splitItem(it *item, cut int) (head, rest []byte, k int, ok bool) {
+	for cut > 0 && !utf8.RuneStart(it.text[cut]) {
+		cut--
+	}
+	payload := it.data
+	if payload == nil && it.ev != nil {
+		payload = it.ev.Data
+	}
+	if cut <= 0 || payload == nil || hasLogprobs(payload) {
+		return nil, nil, 0, false
+	}
+	se, err := wire.ParseStreamEvent(it.typ, payload)
+	if err != nil {
+		return nil, nil, 0, false
+	}
+	seg := -1
+	for i, sg := range se.Segments {
+		if sg.Text == "" {
+			continue
+		}
+		if seg >= 0 || sg.Channel == "" || sg.JSON || sg.Text != it.text {
+			return nil, nil, 0, false
+		}
+		seg = i
+	}
+	if seg < 0 {
+		return nil, nil, 0, false
+	}
+	if head, err = se.Only(seg, it.text[:cut]); err != nil {
+		return nil, nil, 0, false
+	}
+	if se, err = wire.ParseStreamEvent(it.typ, payload); err != nil || se.Set(seg, it.text[cut:]) != nil {
+		return nil, nil, 0, false
+	}
+	if rest, err = se.Encode(); err != nil {
+		return nil, nil, 0, false
+	}
+	return head, rest, cut, true
+}
+
+// hasLogprobs reports whether an event's JSON data has a "logprobs" member
+// that is not null.
+func hasLogprobs(data []byte) bool {
+	for rest := data; ; {
+		i := bytes.Index(rest, []byte(`"logprobs"`))
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(`"logprobs"`):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' && !bytes.HasPrefix(bytes.TrimLeft(rest[1:], " \t\r\n"), []byte("null")) {
+			return true
+		}
+	}
+}
+
+// writeItem writes it to the output; false when that failed (f.err set).
+func (f *streamFilter) writeItem(it *item) bool {
+	var err error
+	switch {
+	case it.data != nil:
+		ev := &sse.Event{Event: it.typ, Data: it.data, Retry: -1}
+		if it.ev != nil {
+			ev.ID, ev.HasID = it.ev.ID, it.ev.HasID
+		}
+		err = f.w.Write(ev)
+	default:
+		err = f.w.WriteRaw(it.ev.Raw)
+	}
+	if err != nil {
+		f.err = err
+		return false
+	}
+	return true
 }
 
 // closeSession ends verification and releases the rest.

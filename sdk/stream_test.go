@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aishield/aishield/sdk"
@@ -152,4 +153,122 @@ func FuzzStreamRaw(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		_, _, _, _ = streamThrough(t, g, raw) // must not panic or hang
 	})
+}
+
+// chatEvent is one OpenAI chat chunk carrying content (extra members
+// merged into its choice's delta).
+func chatEvent(content string, extra map[string]any) string {
+	delta := map[string]any{"content": content}
+	choice := map[string]any{"index": 0, "delta": delta, "finish_reason": nil}
+	for k, v := range extra {
+		if k == "logprobs" {
+			choice[k] = v
+			continue
+		}
+		delta[k] = v
+	}
+	d, _ := json.Marshal(map[string]any{"id": "c", "object": "chat.completion.chunk", "choices": []any{choice}})
+	return "data: " + string(d) + "\n\n"
+}
+
+const chatEnd = `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"
+
+// TestStreamReleasesVouchedText: the guard releases text as soon as the
+// verifier vouches for it, splitting an event when needed, so that an
+// answer streamed in a few large events (a server that sends its tokens
+// in batches) is not delivered in one piece at the end: each event's text
+// is read, all but what the verifier still holds back, before the next
+// event is written.
+func TestStreamReleasesVouchedText(t *testing.T) {
+	ctx := context.Background()
+	g := newGuard(t, sdk.Options{})
+	x, err := g.Check(ctx, sdk.Request{URL: "/v1/chat/completions", Body: chatBody("Summarise the plan for the migration.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := []string{
+		"The committee reviewed the quarterly figures on Monday and agreed to ",
+		"move the warehouse migration to the second week of March, after the audit ",
+		"of the supplier contracts. Everyone will receive the revised schedule soon.",
+	}
+	pr, pw := io.Pipe()
+	r := x.Stream(ctx, pr, sdk.StreamOptions{})
+	defer r.Close()
+	got := make(chan []byte, 64)
+	go func() {
+		defer close(got)
+		for {
+			buf := make([]byte, 4096)
+			n, err := r.Read(buf)
+			if n > 0 {
+				got <- buf[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var out []byte
+	delivered := func() string { // the content of the complete events read so far
+		return chatText(t, out[:bytes.LastIndex(out, []byte("\n\n"))+1])
+	}
+	sent := 0
+	for i, p := range pieces {
+		go func() { _, _ = io.WriteString(pw, chatEvent(p, nil)) }()
+		sent += len(p)
+		// Everything but a fingerprint window or so goes out now.
+		deadline := time.After(5 * time.Second)
+		for len(delivered()) < sent-64 {
+			select {
+			case b, ok := <-got:
+				if !ok {
+					t.Fatalf("stream ended after piece %d", i)
+				}
+				out = append(out, b...)
+			case <-deadline:
+				t.Fatalf("piece %d: %d of %d bytes delivered before the next piece", i, len(delivered()), sent)
+			}
+		}
+		t.Logf("piece %d: %d of %d bytes delivered before the next piece", i, len(delivered()), sent)
+	}
+	go func() { _, _ = io.WriteString(pw, chatEnd); pw.Close() }()
+	for b := range got {
+		out = append(out, b...)
+	}
+	if text := chatText(t, out); text != strings.Join(pieces, "") {
+		t.Fatalf("delivered %q", text)
+	}
+	if n := bytes.Count(out, []byte(`"content":"`)); n < len(pieces) {
+		t.Fatalf("%d content events for %d upstream events", n, len(pieces))
+	}
+}
+
+// TestStreamSplitsPlainTextOnly: an event is split only when its one text
+// is a delta of plain text; one with log-probabilities (which would go
+// out twice) or tool-call arguments waits whole.
+func TestStreamSplitsPlainTextOnly(t *testing.T) {
+	long := "The committee reviewed the quarterly figures on Monday and agreed on the plan. "
+	logprobs := map[string]any{"logprobs": map[string]any{"content": []any{map[string]any{"token": "The", "logprob": -0.1}}}}
+	call := map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": `{"q":"` + long + `"}`}}}}
+	for _, tc := range []struct {
+		name   string
+		events string
+		split  bool
+	}{
+		{"plain", chatEvent(long, nil) + chatEvent(long, nil), true},
+		{"logprobs", chatEvent(long, logprobs) + chatEvent(long, logprobs), false},
+		{"tool call", chatEvent("", call) + chatEvent("", call), false},
+	} {
+		_, _, out, err := streamThrough(t, newGuard(t, sdk.Options{}), []byte(tc.events+chatEnd))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		events := bytes.Count(out, []byte("data: {"))
+		if split := events > 3; split != tc.split {
+			t.Errorf("%s: %d events out of 3 in, split %v, want %v\n%s", tc.name, events, split, tc.split, out)
+		}
+		if n := bytes.Count(out, []byte(`"logprob":`)); tc.name == "logprobs" && n != 2 {
+			t.Errorf("logprobs: %d log-probabilities out of 2 in", n)
+		}
+	}
 }

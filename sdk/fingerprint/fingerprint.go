@@ -254,6 +254,20 @@ func (w *Winnower) Write(p []byte) (int, error) {
 // WriteString is Write for a string.
 func (w *Winnower) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
 
+// Frontier returns the input offset from which the fingerprints that later
+// writes select start: every fingerprint with a smaller Offset has been
+// selected already. The next window to fill ends with the next k-gram, so
+// its selection starts at most K + W - 2 normalised bytes before what was
+// written (the text not yet covered by a complete window), and never at
+// or before the last selection.
+func (w *Winnower) Frontier() int {
+	i := max(w.last+1, w.n-w.k-w.w+2, 0) // normalised index of the earliest start
+	if i >= w.n {
+		return w.in // only text not written yet (or a rune split across writes)
+	}
+	return w.offs[i&w.mask]
+}
+
 // feed normalises and hashes p. The ASCII path is inlined here with the
 // state in locals; multi-byte runes and invalid bytes go through rune and
 // push, which do the same steps.

@@ -189,6 +189,7 @@ func TestStreamingEqualsWhole(t *testing.T) {
 				_, _ = w.Write(p[:n])
 				p = p[n:]
 				got = append(got, w.Take()...)
+				checkFrontier(t, w, want, len(got))
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("text %d trial %d: streaming fingerprints differ (%d vs %d)", i, trial, len(got), len(want))
@@ -197,6 +198,20 @@ func TestStreamingEqualsWhole(t *testing.T) {
 				t.Fatalf("Written = %d, want %d", w.Written(), len(text))
 			}
 		}
+	}
+}
+
+// checkFrontier checks Frontier after a write: the fingerprints of the
+// whole text not selected yet (want[taken:]) start at or after it, and it
+// lies within what was written.
+func checkFrontier(t *testing.T, w *Winnower, want []Fingerprint, taken int) {
+	t.Helper()
+	fr := w.Frontier()
+	if fr < 0 || fr > w.Written() {
+		t.Fatalf("frontier %d outside the %d bytes written", fr, w.Written())
+	}
+	if taken < len(want) && want[taken].Offset < fr {
+		t.Fatalf("frontier %d after %d bytes, but fingerprint %d (offset %d) is still to come", fr, w.Written(), taken, want[taken].Offset)
 	}
 }
 
@@ -264,6 +279,7 @@ func FuzzWinnower(f *testing.F) {
 			_, _ = w.Write(p[:m])
 			p = p[m:]
 			got = append(got, w.Take()...)
+			checkFrontier(t, w, want, len(got))
 		}
 		if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Fatalf("chunked (%d) fingerprints differ from whole", n)

@@ -489,6 +489,10 @@ func quality(t *testing.T, principals int) {
 		injected, caught    = map[string]int{}, map[string]int{}
 		fragMin, fragMax    = 1 << 30, 0
 		fragSum             int
+		textByEntity        int // text fragments cut by a value they carry before their run completed
+		holdSum, holdN      int // bytes held back after each piece of the clean streams
+		holdMax             int
+		leaked, leakedMax   int // streamed fragments with bytes released before the cut, and the most
 	)
 	want := map[string]string{"entity": policies.SignalForeignEntity, "canary": policies.SignalCanary, "text": policies.SignalCrossExchange,
 		"short": policies.SignalCrossExchange}
@@ -531,6 +535,7 @@ func quality(t *testing.T, principals int) {
 		kind := ""
 		var src source
 		var frag string
+		fragAt := -1 // where frag starts in the response (one fragment)
 		if i >= 20 && i%10 == 5 && i%3 != 0 {
 			// Two to four fragments of an aborted exchange's prose, as a
 			// late write in the cache pages gives them, one of them 46
@@ -618,6 +623,7 @@ func quality(t *testing.T, principals int) {
 					at--
 				}
 				response = response[:at] + frag + " " + response[at:]
+				fragAt = at
 				injected[kind]++
 			}
 		}
@@ -652,17 +658,37 @@ func quality(t *testing.T, principals int) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			released := 0
 			for p := response; len(p) > 0; {
 				k := min(len(p), 1+pieces.IntN(12))
-				_, stop, err := st.Write(ctx, inbound.Delta{Text: p[:k], ID: "chatcmpl-" + ge.ex.ID})
+				rel, stop, err := st.Write(ctx, inbound.Delta{Text: p[:k], ID: "chatcmpl-" + ge.ex.ID})
 				if err != nil {
 					t.Fatal(err)
 				}
+				released += len(rel)
 				if stop {
 					complete = false
 					break
 				}
 				p = p[k:]
+				if kind == "" {
+					held := len(response) - len(p) - released
+					holdSum, holdN, holdMax = holdSum+held, holdN+1, max(holdMax, held)
+				}
+			}
+			if fragAt >= 0 && released > fragAt {
+				// Text of another exchange released before the stream
+				// was cut: its neutral start (common wording, the canary
+				// line's own words, numbers), before the first
+				// fingerprint that counts (the fixed window of 256 bytes
+				// released as many, 60 fragments, 28 bytes at most).
+				leaked++
+				leakedMax = max(leakedMax, min(released, fragAt+len(frag))-fragAt)
+			}
+			for _, sg := range st.Verdict().Signals {
+				if sg.Action == policies.SignalBlock && sg.End > sg.Start && released > sg.Start {
+					t.Errorf("%s: %d bytes released, into the span %d-%d of %s", ge.ex.ID, released, sg.Start, sg.End, sg.ID)
+				}
 			}
 			if _, vd, err = st.Close(ctx, end); err != nil {
 				t.Fatal(err)
@@ -696,15 +722,26 @@ func quality(t *testing.T, principals int) {
 				}
 			}
 		} else {
-			ok := false
+			ok, byEntity := false, false
 			for _, s := range vd.Signals {
 				// An entity fragment may be cut by its text before its
 				// entity streams in: a cross-exchange signal naming the
-				// source catches it too.
+				// source catches it too. A text fragment may be cut by a
+				// value of its source's request that it carries (a
+				// person's name) before its run of fingerprints is long
+				// enough: a foreign-entity signal naming the source
+				// catches it too.
 				named := slices.Contains(s.Sources, src.ge.ex.ID)
 				if s.Action == "block" && (s.ID == want[kind] && (kind == "entity" || named) || kind == "entity" && s.ID == policies.SignalCrossExchange && named) {
 					ok = true
 				}
+				if s.Action == "block" && kind == "text" && s.ID == policies.SignalForeignEntity && named {
+					byEntity = true
+				}
+			}
+			if !ok && byEntity {
+				ok = true
+				textByEntity++
 			}
 			if ok {
 				caught[kind]++
@@ -759,6 +796,9 @@ func quality(t *testing.T, principals int) {
 	if total < 500 || clean < 900 || injected["short"] < 100 {
 		t.Fatalf("too few exchanges measured: %d contaminated, %d clean", total, clean)
 	}
+	t.Logf("clean streams: %.1f bytes held back after a piece on average, %d at most; streamed fragments of which bytes were released before the cut: %d (%d bytes at most)",
+		float64(holdSum)/float64(max(1, holdN)), holdMax, leaked, leakedMax)
+	t.Logf("text fragments caught by a foreign entity of their source (a name it sent) before their run of fingerprints: %d", textByEntity)
 	t.Logf("text fragments widened to carry 64 distinctive bytes: %d (by %d bytes on average); source texts passed over (under 64 distinctive bytes in all): %d",
 		widened, widenedBytes/max(1, widened), redrawn)
 	// The goals, exactly: every fragment caught by its signal

@@ -29,7 +29,8 @@ type session struct {
 	signalled bool            // a signal was returned: the answer is nobody's source
 
 	buf      []byte // response text so far
-	verified int    // bytes of buf checked for span signals
+	verified int    // bytes of buf vouched for (released): see hold.go
+	decided  int    // bytes of buf in which entities, canaries and template tokens are decided
 	*scratch        // returned to the Verifier's pool on Close
 
 	names    []string // holder names of stores without compact answers
@@ -253,7 +254,9 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	return s, nil
 }
 
-// HoldBack implements inbound.Session.
+// HoldBack implements inbound.Session: the bytes written that are not
+// vouched for yet, which is only what may still turn out to be foreign
+// material (see hold.go).
 func (s *session) HoldBack() int { return len(s.buf) - s.verified }
 
 // Write implements inbound.Session.
@@ -368,17 +371,17 @@ func abortFinish(reason string) bool {
 	return false
 }
 
-// check verifies buf[verified:] up to the hold-back point (all of it when
-// final). Spans that end inside the held-back tail are decided later, when
-// more text shows they are complete.
+// check verifies the text received so far. Fingerprints are looked up
+// as soon as they are selected and their last word has ended; entities,
+// canaries and template tokens are decided up to where they are final
+// (the scanner's settled point, and no canary or template token the text
+// ends inside of), all of them when final. The text is then vouched for up
+// to that point and to where no fragment of another exchange may still
+// begin (crossHold): see hold.go.
 func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, error) {
 	v := s.v
 	var sigs []inbound.Signal
 	end := len(s.buf)
-	safe := end - v.holdBack
-	if final {
-		safe = end
-	}
 	// Fingerprints are exact as soon as their k-gram is complete, but the
 	// words they touch are judged whole: one whose last word may go on in
 	// the next piece waits (with those after it) until the word ends, the
@@ -396,25 +399,46 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			return sigs, err
 		}
 	}
-	if safe <= s.verified {
+	if end <= s.decided {
+		s.vouch(final)
 		return sigs, nil
 	}
-	lo := max(0, s.verified-v.holdBack)
+	// The region scanned keeps holdBack bytes before what is decided, for
+	// context words and labels.
+	lo := max(0, s.decided-v.holdBack)
 	region := s.buf[lo:end]
-	release := safe
-	accept := func(start, stop int) bool {
-		start += lo
-		stop += lo
-		if stop <= s.verified {
-			return false // decided before
+	settled := len(region)
+	if !final {
+		if v.on(policies.SignalTemplateFragment) {
+			settled = v.templates.tail(region)
 		}
-		if stop > safe {
-			if start < release {
-				release = start // do not release half of it
+		if v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
+			settled = min(settled, canaryTail(region))
+		}
+	}
+	var fs []classifiers.Finding
+	if v.on(policies.SignalForeignEntity) {
+		var err error
+		if final {
+			fs, err = v.scanner.Scan(ctx, region)
+		} else {
+			// Findings that reach into a canary the text may end inside
+			// of are not decided either (they may overlap it).
+			var at int
+			fs, at, err = v.scanner.ScanPartial(ctx, region, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
+			settled = min(settled, at)
+		}
+		if err != nil {
+			var te *classifiers.TimeoutError
+			if !errors.As(err, &te) {
+				return sigs, fmt.Errorf("verify: scanning the response: %w", err)
 			}
-			return false
 		}
-		return true
+	}
+	decide := lo + settled
+	accept := func(start, _ int) bool {
+		start += lo
+		return start >= s.decided && start < decide // not decided before, final now
 	}
 	var canaries []canaryHit
 	if v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
@@ -444,13 +468,6 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		})
 	}
 	if v.on(policies.SignalForeignEntity) {
-		fs, err := v.scanner.Scan(ctx, region)
-		if err != nil {
-			var te *classifiers.TimeoutError
-			if !errors.As(err, &te) {
-				return sigs, fmt.Errorf("verify: scanning the response: %w", err)
-			}
-		}
 		var foreign []inbound.Signal
 		var keys []uint64
 		for _, f := range fs {
@@ -505,7 +522,8 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			}
 		}
 	}
-	s.verified = max(s.verified, release)
+	s.decided = max(s.decided, decide)
+	s.vouch(final)
 	return sigs, nil
 }
 

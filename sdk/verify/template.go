@@ -85,10 +85,11 @@ func maxTemplateLen() int {
 // templateMatcher finds template tokens by their first byte ('<' or '[').
 type templateMatcher struct {
 	byFirst map[byte][]int // token indices, longest first
+	maxLen  int            // the longest token's length
 }
 
 func newTemplateMatcher() *templateMatcher {
-	m := &templateMatcher{byFirst: map[byte][]int{}}
+	m := &templateMatcher{byFirst: map[byte][]int{}, maxLen: maxTemplateLen()}
 	for i, t := range templateTokens {
 		m.byFirst[t.text[0]] = append(m.byFirst[t.text[0]], i)
 	}

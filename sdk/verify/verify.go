@@ -175,9 +175,12 @@ type Options struct {
 	// MinPromptTokens: the usage check applies only when the local lower
 	// bound is at least this; 0 means DefaultMinPromptTokens.
 	MinPromptTokens int
-	// MaxEntityLen is the longest entity the streaming hold-back window
-	// covers; 0 means DefaultMaxEntityLen. Longer entities (PEM keys) are
-	// still detected, but a stream may release their first bytes.
+	// MaxEntityLen bounds the streaming hold-back: a candidate entity
+	// that is not a finding yet is held back at most this many bytes
+	// (classifiers.PartialOptions.MaxHold), and the scan of each piece
+	// looks back as far for context words; 0 means DefaultMaxEntityLen.
+	// Longer entities (PEM keys) are still detected, but a stream may
+	// release their first bytes.
 	MaxEntityLen int
 	// Sourced lists the detectors (IDs) whose findings occur in answers
 	// legitimately (a person's name: "Albert Einstein"): a foreign value
@@ -312,14 +315,20 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.common = commonSet()
 	v.allow = newAllowList(opts.Inbound.AllowList)
+	// The bound of a session's hold-back (and the look-back of its
+	// scans), not the hold-back itself: see hold.go.
 	v.holdBack = max(v.opts.MaxEntityLen, maxTemplateLen(), CanaryLen,
 		v.opts.MinSpan+2*v.opts.Fingerprint.Guarantee())
 	return v, nil
 }
 
-// HoldBack returns the hold-back window of this Verifier's sessions: the
-// longest thing that can straddle two pieces of a stream (an entity, a
-// template token, a canary, the text a fingerprint run needs).
+// HoldBack returns the longest hold-back of this Verifier's sessions for
+// text that holds no finding: the longest thing that can straddle two
+// pieces of a stream (an entity, a template token, a canary, the text a
+// fingerprint run needs). A session holds back only what may still turn
+// out to be foreign material, which in clean prose is some 25 to 40 bytes
+// (see session.HoldBack); a value already found is held whole however
+// long it is.
 func (v *Verifier) HoldBack() int { return v.holdBack }
 
 // Mint returns the canary token of an exchange ID: a keyed nonce rendered

@@ -374,3 +374,75 @@ func TestPolicySourced(t *testing.T) {
 		t.Errorf("signals %+v, want the name only", vd.Signals)
 	}
 }
+
+// TestStreamHoldBack: a session holds back what may still turn out to be
+// foreign material, whole, and little else: the last fingerprint window
+// and its slack in clean prose.
+func TestStreamHoldBack(t *testing.T) {
+	ctx := context.Background()
+	prose := "Thank you for reaching out. We reviewed the ticket carefully and the fix ships soon. "
+	for _, tc := range []struct {
+		name, text string
+		held       string // must be held whole
+	}{
+		{"prose", prose + prose, ""},
+		{"e-mail", prose + "Write to bob.martin@globex-ind", "bob.martin@globex-ind"},
+		{"phone", prose + "Call +33 6 12 34 ", "+33 6 12 34 "},
+		{"name", prose + "Ask Dr Oliver Ren", "Oliver Ren"},
+		{"banner", prose + "This is for internal use", "for internal use"},
+		{"template", prose + "Done.<|im_st", "<|im_st"},
+		{"canary", prose + "Ref aishield-canary-abcd", "aishield-canary-abcd"},
+		{"card", prose + "Card 4539 1488 0343 6467 then", "4539 1488 0343 6467 then"},
+	} {
+		v := newTestVerifier(t, Options{})
+		s, err := v.begin(ctx, &inbound.Exchange{ID: "hold-" + tc.name, Texts: []string{"Summarise the ticket."}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		most := 0
+		for p := tc.text; len(p) > 0; {
+			k := min(3, len(p))
+			if _, err := s.Write(ctx, inbound.Delta{Text: p[:k]}); err != nil {
+				t.Fatal(err)
+			}
+			p = p[k:]
+			if len(s.buf) > 64 {
+				most = max(most, s.HoldBack())
+			}
+		}
+		held := tc.text[len(tc.text)-s.HoldBack():]
+		t.Logf("%-8s held %q (%d bytes at most after the first 64)", tc.name, held, most)
+		if !strings.HasSuffix(held, tc.held) {
+			t.Errorf("%s: held %q, want %q held whole", tc.name, held, tc.held)
+		}
+		if tc.held == "" && most > 48 {
+			t.Errorf("%s: held up to %d bytes of clean prose", tc.name, most)
+		}
+		if len(held) > len(tc.held)+48 {
+			t.Errorf("%s: held %q, more than %q and a fingerprint window", tc.name, held, tc.held)
+		}
+		s.release()
+	}
+}
+
+// TestStreamHoldBackBounded: what a session holds back for the sake of
+// fingerprints is bounded by Verifier.HoldBack, even where the text
+// normalises to next to nothing (a long run of white space).
+func TestStreamHoldBackBounded(t *testing.T) {
+	ctx := context.Background()
+	v := newTestVerifier(t, Options{})
+	s, err := v.begin(ctx, &inbound.Exchange{ID: "spaces", Texts: []string{"Summarise the ticket."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release()
+	text := "We reviewed the ticket carefully and" + strings.Repeat(" ", 4000) + "the fix ships soon"
+	for p := text; len(p) > 0; p = p[min(len(p), 7):] {
+		if _, err := s.Write(ctx, inbound.Delta{Text: p[:min(len(p), 7)]}); err != nil {
+			t.Fatal(err)
+		}
+		if hb := s.HoldBack(); hb > v.HoldBack() {
+			t.Fatalf("held back %d bytes after %d, more than %d", hb, len(s.buf), v.HoldBack())
+		}
+	}
+}
