@@ -40,6 +40,9 @@ func TestDebugAndMetricsEndpoints(t *testing.T) {
 		t.Errorf("debug pages: %d %s", code, body)
 	}
 	code, body = get(t, ts.URL+"/metrics")
+	if code != 200 {
+		t.Errorf("metrics: %d", code)
+	}
 	for _, want := range []string{
 		"# TYPE vllm:kv_cache_usage_perc gauge",
 		`vllm:num_requests_running{model_name="pagedcache-1"} 0`,
