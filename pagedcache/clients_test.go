@@ -21,8 +21,11 @@ func TestGoOpenAIClient(t *testing.T) {
 	c := goopenai.NewClientWithConfig(cfg)
 	ctx := context.Background()
 	req := goopenai.ChatCompletionRequest{
-		Model:     "gpt-4o",
-		Messages:  []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: clientPrompt}},
+		Model:    "gpt-4o",
+		Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: clientPrompt}},
+		// The server must honour the legacy max_tokens that OpenAI-compatible
+		// clients still send (TestOpenAIGoClient covers max_completion_tokens).
+		//lint:ignore SA1019 this test is about the deprecated max_tokens field.
 		MaxTokens: 40,
 	}
 	resp, err := c.CreateChatCompletion(ctx, req)
@@ -32,6 +35,9 @@ func TestGoOpenAIClient(t *testing.T) {
 	plain := resp.Choices[0].Message.Content
 	if plain == "" || resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens == 0 || resp.Model != "gpt-4o" {
 		t.Fatalf("response %+v", resp)
+	}
+	if resp.Usage.CompletionTokens != 40 || resp.Choices[0].FinishReason != goopenai.FinishReasonLength {
+		t.Errorf("%d completion tokens, finish %q: want the answer cut at max_tokens 40", resp.Usage.CompletionTokens, resp.Choices[0].FinishReason)
 	}
 	rec, ok := ts.Request(resp.ID)
 	if !ok || !strings.HasPrefix(rec.Tenant, "key-") || strings.Contains(rec.Tenant, "alpha") {
@@ -99,7 +105,7 @@ func TestOpenAIGoClient(t *testing.T) {
 	c := openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("sk-test-beta"), option.WithMaxRetries(0))
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{
-		Model:               openai.ChatModelGPT4o,
+		Model:               "pagedcache-1",
 		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(clientPrompt)},
 		MaxCompletionTokens: openai.Int(40),
 	}

@@ -21,7 +21,7 @@ func TestReadmeSnippet(t *testing.T) {
 		return openai.NewClientWithConfig(cfg)
 	}
 	ask := func(c *openai.Client, content string) openai.ChatCompletionResponse {
-		resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 48,
+		resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48,
 			Messages: []openai.ChatCompletionMessage{{Role: "user", Content: content}}})
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 func chat(t *testing.T, c *openai.Client, text string) (openai.ChatCompletionResponse, error) {
 	t.Helper()
-	return c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m", MaxTokens: 64,
+	return c.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 64,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}})
 }
 
