@@ -3,8 +3,6 @@ package classifiers
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,13 +11,15 @@ import (
 )
 
 // The findings corpus is a differential harness for engine changes: every
-// finding (detector, span, position, confidence, preview, hash) of a fixed
-// set of generated inputs, scanned with and without IncludeReserved, whole
-// and in small chunks. TestFindingsCorpus compares the digest of the dump
-// with testdata/findings_corpus.sha256; set AISHIELD_FINDINGS_DUMP=file to
-// write the dump itself, so two versions of the engine can be diffed line by
-// line. A change of behaviour that is intended updates the digest file
-// (AISHIELD_FINDINGS_UPDATE=1) in the same commit.
+// finding (detector, category, byte span, line:column-end line, confidence,
+// masked preview, keyed hash; never the value itself) of a fixed set of
+// generated inputs, scanned with and without IncludeReserved, whole and in
+// small chunks, one line per finding under a "== input reserved=… mode: N
+// findings" header. TestFindingsCorpus compares it with the golden file
+// testdata/findings_corpus.golden and shows the first lines that differ; a
+// change of behaviour that is intended rewrites the golden file
+// (go test ./classifiers -run TestFindingsCorpus -update) in the same
+// commit, and git diff shows every finding it changed.
 
 // corpusInputs returns the named inputs of the findings corpus.
 func corpusInputs() []struct {
@@ -301,24 +301,84 @@ func TestFindingsCorpus(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	dumpFindings(t, &buf)
-	if p := os.Getenv("AISHIELD_FINDINGS_DUMP"); p != "" {
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	got := hex.EncodeToString(sum[:])
-	const golden = "testdata/findings_corpus.sha256"
-	if os.Getenv("AISHIELD_FINDINGS_UPDATE") != "" {
-		if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+	const golden = "testdata/findings_corpus.golden"
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (go test ./classifiers -run TestFindingsCorpus -update writes it)", err)
 	}
-	if strings.TrimSpace(string(want)) != got {
-		t.Fatalf("findings of the corpus changed (digest %s, want %s): dump them with AISHIELD_FINDINGS_DUMP=file before and after the change and diff", got, strings.TrimSpace(string(want)))
+	if d := firstDiff(want, buf.Bytes(), 12); d != "" {
+		t.Fatalf("findings of the corpus differ from %s (if intended, rewrite it with -update and review git diff):\n%s", golden, d)
+	}
+}
+
+// firstDiff describes where got departs from want, line by line: the lines
+// both share at the start and at the end are skipped, and up to max lines of
+// what is left on each side are shown, under the last "==" header before
+// them. It returns "" when want and got are equal.
+func firstDiff(want, got []byte, max int) string {
+	if bytes.Equal(want, got) {
+		return ""
+	}
+	w := strings.SplitAfter(string(want), "\n")
+	g := strings.SplitAfter(string(got), "\n")
+	pre := 0
+	for pre < len(w) && pre < len(g) && w[pre] == g[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(w)-pre && suf < len(g)-pre && w[len(w)-1-suf] == g[len(g)-1-suf] {
+		suf++
+	}
+	dw, dg := w[pre:len(w)-suf], g[pre:len(g)-suf]
+	var b strings.Builder
+	fmt.Fprintf(&b, "from line %d, %d golden lines (-) against %d scanned lines (+)\n", pre+1, len(dw), len(dg))
+	for i := pre - 1; i >= 0; i-- {
+		if strings.HasPrefix(w[i], "== ") {
+			fmt.Fprintf(&b, "  %s\n", strings.TrimSuffix(w[i], "\n"))
+			break
+		}
+	}
+	for _, side := range []struct {
+		sign  string
+		lines []string
+	}{{"-", dw}, {"+", dg}} {
+		for i, l := range side.lines {
+			if i == max {
+				fmt.Fprintf(&b, "%s … %d more\n", side.sign, len(side.lines)-max)
+				break
+			}
+			fmt.Fprintf(&b, "%s %s\n", side.sign, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	return b.String()
+}
+
+func TestFirstDiff(t *testing.T) {
+	const base = "== a: 2 findings\nx 1\nx 2\n== b: 1 findings\ny 1\n"
+	for _, tt := range []struct {
+		name, want, got, diff string
+	}{
+		{"equal", base, base, ""},
+		{"changed", base, strings.Replace(base, "x 2", "x 3", 1),
+			"from line 3, 1 golden lines (-) against 1 scanned lines (+)\n  == a: 2 findings\n- x 2\n+ x 3\n"},
+		{"added", base, strings.Replace(base, "y 1\n", "y 1\ny 2\n", 1),
+			"from line 6, 0 golden lines (-) against 1 scanned lines (+)\n  == b: 1 findings\n+ y 2\n"},
+		{"lost", base, strings.Replace(base, "x 1\n", "", 1),
+			"from line 2, 1 golden lines (-) against 0 scanned lines (+)\n  == a: 2 findings\n- x 1\n"},
+		{"cut at max", "h\n", "1\n2\n3\n",
+			"from line 1, 1 golden lines (-) against 3 scanned lines (+)\n- h\n+ 1\n+ 2\n+ … 1 more\n"},
+		{"no final newline", "a\nb", "a\nc",
+			"from line 2, 1 golden lines (-) against 1 scanned lines (+)\n- b\n+ c\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := firstDiff([]byte(tt.want), []byte(tt.got), 2); got != tt.diff {
+				t.Errorf("firstDiff:\n%s\nwant:\n%s", got, tt.diff)
+			}
+		})
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite generated sample files")
+var update = flag.Bool("update", false, "rewrite golden and generated sample files")
 
 // buildOffice writes a minimal Office Open XML package with the given parts.
 func buildOffice(t testing.TB, parts map[string]string) []byte {
