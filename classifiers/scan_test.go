@@ -151,6 +151,64 @@ func TestCustomTimeout(t *testing.T) {
 	}
 }
 
+// doneAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: a cancellation that lands at a chosen point of a
+// scan.
+type doneAfter struct {
+	context.Context
+	n int
+}
+
+func (c *doneAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestScanContextDone: a scan whose context is done before it ends returns
+// the context's error, whether the context was done before the scan, or
+// while its only chunk was being scanned (custom rules are then skipped,
+// so a result without the error would pass for a complete scan).
+func TestScanContextDone(t *testing.T) {
+	s, err := New(Options{HashKey: []byte("k"), Custom: []CustomRule{{ID: "custom.falcon", Keywords: []string{"Falcon"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "Project Falcon: write to jean.dupont@acme-corp.fr"
+	for _, tt := range []struct {
+		name string
+		ok   int // calls of Err that report nil
+	}{
+		{"done before", 0},
+		{"done during the chunk", 1},
+		{"not done", 1 << 30},
+	} {
+		for _, reader := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reader=%v", tt.name, reader), func(t *testing.T) {
+				ctx := &doneAfter{Context: context.Background(), n: tt.ok}
+				var fs []Finding
+				var err error
+				if reader {
+					fs, err = s.ScanReader(ctx, strings.NewReader(text))
+				} else {
+					fs, err = s.ScanString(ctx, text)
+				}
+				if tt.ok == 1<<30 {
+					if err != nil || len(fs) != 2 {
+						t.Fatalf("err %v, %d findings: want both", err, len(fs))
+					}
+					return
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err = %v with %d findings, want context.Canceled", err, len(fs))
+				}
+			})
+		}
+	}
+}
+
 // randomText mixes prose, code, separators, multibyte runes, invalid UTF-8
 // and real-looking values.
 func randomText(r *rand.Rand, n int) []byte {
