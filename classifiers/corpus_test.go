@@ -296,6 +296,7 @@ func dumpFindings(t testing.TB, w *bytes.Buffer) {
 }
 
 func TestFindingsCorpus(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("findings corpus: long")
 	}
@@ -359,6 +360,7 @@ func firstDiff(want, got []byte, max int) string {
 }
 
 func TestFirstDiff(t *testing.T) {
+	t.Parallel()
 	const base = "== a: 2 findings\nx 1\nx 2\n== b: 1 findings\ny 1\n"
 	for _, tt := range []struct {
 		name, want, got, diff string

@@ -14,6 +14,7 @@ import (
 )
 
 func TestChunkBoundaries(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k")})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +38,7 @@ func TestChunkBoundaries(t *testing.T) {
 }
 
 func TestLineColumn(t *testing.T) {
+	t.Parallel()
 	s, _ := New(Options{})
 	text := "première ligne\nnœud: jean.dupont@acme-corp.fr\n"
 	fs, _ := s.ScanString(context.Background(), text)
@@ -46,6 +48,7 @@ func TestLineColumn(t *testing.T) {
 }
 
 func TestHashKeyed(t *testing.T) {
+	t.Parallel()
 	a, _ := New(Options{HashKey: []byte("k1")})
 	b, _ := New(Options{HashKey: []byte("k1")})
 	c, _ := New(Options{HashKey: []byte("k2")})
@@ -68,6 +71,7 @@ func TestHashKeyed(t *testing.T) {
 }
 
 func TestCustomRules(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{Custom: []CustomRule{
 		{ID: "custom.apollo", Keywords: []string{"Project Apollo", "APL-7"}, ContextWords: []string{"codename", "nom de code"}},
 		{ID: "custom.case", Keywords: []string{"Zeus"}, CaseSensitive: true},
@@ -95,6 +99,7 @@ func TestCustomRules(t *testing.T) {
 }
 
 func TestCustomRuleErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		rule CustomRule
 		msg  string
@@ -172,6 +177,7 @@ func (c *doneAfter) Err() error {
 // while its only chunk was being scanned (custom rules are then skipped,
 // so a result without the error would pass for a complete scan).
 func TestScanContextDone(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k"), Custom: []CustomRule{{ID: "custom.falcon", Keywords: []string{"Falcon"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +329,7 @@ func sameShort(a, b []Finding, n int) bool {
 }
 
 func TestRandomChunked(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	whole, _ := New(Options{HashKey: []byte("k")})
 	chunked, _ := New(Options{HashKey: []byte("k")})

@@ -15,6 +15,7 @@ import (
 const clientPrompt = "Summarise: the Falcon launch moves to May; budget 2.3M; owner Dana Whitfield."
 
 func TestGoOpenAIClient(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t, WithSeed(5))
 	cfg := goopenai.DefaultConfig("sk-test-alpha")
 	cfg.BaseURL = ts.URL + "/v1"
@@ -101,6 +102,7 @@ func TestGoOpenAIClient(t *testing.T) {
 }
 
 func TestOpenAIGoClient(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t, WithSeed(5))
 	c := openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("sk-test-beta"), option.WithMaxRetries(0))
 	ctx := context.Background()

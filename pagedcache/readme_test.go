@@ -11,6 +11,7 @@ import (
 
 // TestReadmeSnippet is the Go snippet of the README's paged-cache section.
 func TestReadmeSnippet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ts := pagedcache.NewTestServer(t,
 		pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(16384), // the incident, scaled down

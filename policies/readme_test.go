@@ -12,6 +12,7 @@ import (
 // The README's Policies section shows a policy and test cases: the policy
 // must load and lint clean, and the cases must pass against it.
 func TestReadmePolicy(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
