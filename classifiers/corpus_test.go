@@ -317,65 +317,88 @@ func TestFindingsCorpus(t *testing.T) {
 	}
 }
 
-// firstDiff describes where got departs from want, line by line: the lines
-// both share at the start and at the end are skipped, and up to max lines of
-// what is left on each side are shown, under the last "==" header before
-// them. It returns "" when want and got are equal.
-func firstDiff(want, got []byte, max int) string {
+// firstDiff shows where got departs from want, line by line, in the
+// corpus dump's format: the first line that differs, or when it is a
+// section header (whose count changes with any finding of the section),
+// both headers and then the first finding lines of the section that differ.
+// Lines both sides share after the difference, up to the end of the
+// section, are left out; at most limit lines of each side are shown. It
+// returns "" when want and got are equal.
+func firstDiff(want, got []byte, limit int) string {
 	if bytes.Equal(want, got) {
 		return ""
 	}
 	w := strings.SplitAfter(string(want), "\n")
 	g := strings.SplitAfter(string(got), "\n")
-	pre := 0
-	for pre < len(w) && pre < len(g) && w[pre] == g[pre] {
-		pre++
+	header := func(l string) bool { return strings.HasPrefix(l, "== ") }
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
 	}
-	suf := 0
-	for suf < len(w)-pre && suf < len(g)-pre && w[len(w)-1-suf] == g[len(g)-1-suf] {
-		suf++
-	}
-	dw, dg := w[pre:len(w)-suf], g[pre:len(g)-suf]
 	var b strings.Builder
-	fmt.Fprintf(&b, "from line %d, %d golden lines (-) against %d scanned lines (+)\n", pre+1, len(dw), len(dg))
-	for i := pre - 1; i >= 0; i-- {
-		if strings.HasPrefix(w[i], "== ") {
-			fmt.Fprintf(&b, "  %s\n", strings.TrimSuffix(w[i], "\n"))
-			break
-		}
-	}
-	for _, side := range []struct {
-		sign  string
-		lines []string
-	}{{"-", dw}, {"+", dg}} {
-		for i, l := range side.lines {
-			if i == max {
-				fmt.Fprintf(&b, "%s … %d more\n", side.sign, len(side.lines)-max)
+	show := func(sign string, lines []string) {
+		for k, l := range lines {
+			if k == limit {
+				fmt.Fprintf(&b, "%s … %d more\n", sign, len(lines)-limit)
 				break
 			}
-			fmt.Fprintf(&b, "%s %s\n", side.sign, strings.TrimSuffix(l, "\n"))
+			fmt.Fprintf(&b, "%s %s\n", sign, strings.TrimSuffix(l, "\n"))
 		}
+	}
+	if i < len(w) && i < len(g) && header(w[i]) && header(g[i]) {
+		fmt.Fprintf(&b, "line %d:\n", i+1)
+		show("-", w[i:i+1])
+		show("+", g[i:i+1])
+		i++
+		for i < len(w) && i < len(g) && w[i] == g[i] && !header(w[i]) {
+			i++
+		}
+	} else {
+		for h := i - 1; h >= 0; h-- {
+			if header(w[h]) {
+				fmt.Fprintf(&b, "in %s", w[h])
+				break
+			}
+		}
+	}
+	// The rest of the section on each side, less what both end with.
+	ew, eg := i, i
+	for ew < len(w) && !header(w[ew]) {
+		ew++
+	}
+	for eg < len(g) && !header(g[eg]) {
+		eg++
+	}
+	for ew > i && eg > i && w[ew-1] == g[eg-1] {
+		ew, eg = ew-1, eg-1
+	}
+	if ew > i || eg > i {
+		fmt.Fprintf(&b, "line %d:\n", i+1)
+		show("-", w[i:ew])
+		show("+", g[i:eg])
 	}
 	return b.String()
 }
 
 func TestFirstDiff(t *testing.T) {
 	t.Parallel()
-	const base = "== a: 2 findings\nx 1\nx 2\n== b: 1 findings\ny 1\n"
+	const base = "== a: 2 findings\nx 1\nx 2\nx 3\n== b: 1 findings\ny 1\n"
 	for _, tt := range []struct {
 		name, want, got, diff string
 	}{
 		{"equal", base, base, ""},
-		{"changed", base, strings.Replace(base, "x 2", "x 3", 1),
-			"from line 3, 1 golden lines (-) against 1 scanned lines (+)\n  == a: 2 findings\n- x 2\n+ x 3\n"},
-		{"added", base, strings.Replace(base, "y 1\n", "y 1\ny 2\n", 1),
-			"from line 6, 0 golden lines (-) against 1 scanned lines (+)\n  == b: 1 findings\n+ y 2\n"},
-		{"lost", base, strings.Replace(base, "x 1\n", "", 1),
-			"from line 2, 1 golden lines (-) against 0 scanned lines (+)\n  == a: 2 findings\n- x 1\n"},
-		{"cut at max", "h\n", "1\n2\n3\n",
-			"from line 1, 1 golden lines (-) against 3 scanned lines (+)\n- h\n+ 1\n+ 2\n+ … 1 more\n"},
+		{"changed", base, strings.Replace(base, "x 2", "x 9", 1),
+			"in == a: 2 findings\nline 3:\n- x 2\n+ x 9\n"},
+		{"added", base, strings.Replace(base, "== a: 2 findings\nx 1\n", "== a: 3 findings\nx 1\nx 1.5\n", 1),
+			"line 1:\n- == a: 2 findings\n+ == a: 3 findings\nline 3:\n+ x 1.5\n"},
+		{"lost", base, strings.Replace(base, "== b: 1 findings\ny 1\n", "== b: 0 findings\n", 1),
+			"line 5:\n- == b: 1 findings\n+ == b: 0 findings\nline 6:\n- y 1\n"},
+		{"first of two changes", base, strings.Replace(strings.Replace(base, "x 1", "x 0", 1), "y 1", "y 0", 1),
+			"in == a: 2 findings\nline 2:\n- x 1\n+ x 0\n"},
+		{"cut at limit", "h\n", "1\n2\n3\n",
+			"line 1:\n- h\n+ 1\n+ 2\n+ … 1 more\n"},
 		{"no final newline", "a\nb", "a\nc",
-			"from line 2, 1 golden lines (-) against 1 scanned lines (+)\n- b\n+ c\n"},
+			"line 2:\n- b\n+ c\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := firstDiff([]byte(tt.want), []byte(tt.got), 2); got != tt.diff {
