@@ -18,12 +18,10 @@ import (
 	"time"
 )
 
-// program is an example program and how to run it: with args in its own
-// directory, it must exit 0 and print want; serve, when set, runs it
-// instead.
+// program is an example program and how to run it: in its own directory,
+// it must exit 0 and print want; serve, when set, runs it instead.
 type program struct {
 	name  string
-	args  []string
 	want  string
 	serve func(t *testing.T, ctx context.Context, bin string)
 }
@@ -83,7 +81,7 @@ func TestExamplesBuildAndRun(t *testing.T) {
 				p.serve(t, ctx, exe)
 				return
 			}
-			cmd := exec.CommandContext(ctx, exe, p.args...)
+			cmd := exec.CommandContext(ctx, exe)
 			cmd.Dir = p.name
 			cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=")
 			out, err := cmd.CombinedOutput()
