@@ -28,6 +28,7 @@ func naiveOccurrences(patterns []string, text []byte) [][2]int {
 // texts around the length where scan switches to two lanes, with
 // occurrences straddling the middle.
 func TestACScanMatchesNaive(t *testing.T) {
+	t.Parallel()
 	patterns := []string{"password", "pass", "ss", "token", "a", "confidential", "tlp:amber", "iban", "ban", "n° tva", "secret_key"}
 	m := newACMatcher(patterns)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -92,6 +93,7 @@ func BenchmarkACScanDense1MB(b *testing.B) {
 // for every class count and the premultiplied values near each multiple
 // and near 2^31.
 func TestACStateDivision(t *testing.T) {
+	t.Parallel()
 	for n := uint32(2); n <= 257; n++ {
 		m := &acMatcher{nclass: int(n), recip: ^uint64(0)/uint64(n) + 1}
 		check := func(s uint32) {

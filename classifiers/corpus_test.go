@@ -3,8 +3,6 @@ package classifiers
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,13 +11,15 @@ import (
 )
 
 // The findings corpus is a differential harness for engine changes: every
-// finding (detector, span, position, confidence, preview, hash) of a fixed
-// set of generated inputs, scanned with and without IncludeReserved, whole
-// and in small chunks. TestFindingsCorpus compares the digest of the dump
-// with testdata/findings_corpus.sha256; set AISHIELD_FINDINGS_DUMP=file to
-// write the dump itself, so two versions of the engine can be diffed line by
-// line. A change of behaviour that is intended updates the digest file
-// (AISHIELD_FINDINGS_UPDATE=1) in the same commit.
+// finding (detector, category, byte span, line:column-end line, confidence,
+// masked preview, keyed hash; never the value itself) of a fixed set of
+// generated inputs, scanned with and without IncludeReserved, whole and in
+// small chunks, one line per finding under a "== input reserved=… mode: N
+// findings" header. TestFindingsCorpus compares it with the golden file
+// testdata/findings_corpus.golden and shows the first lines that differ; a
+// change of behaviour that is intended rewrites the golden file
+// (go test ./classifiers -run TestFindingsCorpus -update) in the same
+// commit, and git diff shows every finding it changed.
 
 // corpusInputs returns the named inputs of the findings corpus.
 func corpusInputs() []struct {
@@ -296,29 +296,114 @@ func dumpFindings(t testing.TB, w *bytes.Buffer) {
 }
 
 func TestFindingsCorpus(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("findings corpus: long")
 	}
 	var buf bytes.Buffer
 	dumpFindings(t, &buf)
-	if p := os.Getenv("AISHIELD_FINDINGS_DUMP"); p != "" {
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	got := hex.EncodeToString(sum[:])
-	const golden = "testdata/findings_corpus.sha256"
-	if os.Getenv("AISHIELD_FINDINGS_UPDATE") != "" {
-		if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+	const golden = "testdata/findings_corpus.golden"
+	if *update {
+		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (go test ./classifiers -run TestFindingsCorpus -update writes it)", err)
 	}
-	if strings.TrimSpace(string(want)) != got {
-		t.Fatalf("findings of the corpus changed (digest %s, want %s): dump them with AISHIELD_FINDINGS_DUMP=file before and after the change and diff", got, strings.TrimSpace(string(want)))
+	if d := firstDiff(want, buf.Bytes(), 12); d != "" {
+		t.Fatalf("findings of the corpus differ from %s (if intended, rewrite it with -update and review git diff):\n%s", golden, d)
+	}
+}
+
+// firstDiff shows where got departs from want, line by line, in the
+// corpus dump's format: the first line that differs, or when it is a
+// section header (whose count changes with any finding of the section),
+// both headers and then the first finding lines of the section that differ.
+// Lines both sides share after the difference, up to the end of the
+// section, are left out; at most limit lines of each side are shown. It
+// returns "" when want and got are equal.
+func firstDiff(want, got []byte, limit int) string {
+	if bytes.Equal(want, got) {
+		return ""
+	}
+	w := strings.SplitAfter(string(want), "\n")
+	g := strings.SplitAfter(string(got), "\n")
+	header := func(l string) bool { return strings.HasPrefix(l, "== ") }
+	i := 0
+	for i < len(w) && i < len(g) && w[i] == g[i] {
+		i++
+	}
+	var b strings.Builder
+	show := func(sign string, lines []string) {
+		for k, l := range lines {
+			if k == limit {
+				fmt.Fprintf(&b, "%s … %d more\n", sign, len(lines)-limit)
+				break
+			}
+			fmt.Fprintf(&b, "%s %s\n", sign, strings.TrimSuffix(l, "\n"))
+		}
+	}
+	if i < len(w) && i < len(g) && header(w[i]) && header(g[i]) {
+		fmt.Fprintf(&b, "line %d:\n", i+1)
+		show("-", w[i:i+1])
+		show("+", g[i:i+1])
+		i++
+		for i < len(w) && i < len(g) && w[i] == g[i] && !header(w[i]) {
+			i++
+		}
+	} else {
+		for h := i - 1; h >= 0; h-- {
+			if header(w[h]) {
+				fmt.Fprintf(&b, "in %s", w[h])
+				break
+			}
+		}
+	}
+	// The rest of the section on each side, less what both end with.
+	ew, eg := i, i
+	for ew < len(w) && !header(w[ew]) {
+		ew++
+	}
+	for eg < len(g) && !header(g[eg]) {
+		eg++
+	}
+	for ew > i && eg > i && w[ew-1] == g[eg-1] {
+		ew, eg = ew-1, eg-1
+	}
+	if ew > i || eg > i {
+		fmt.Fprintf(&b, "line %d:\n", i+1)
+		show("-", w[i:ew])
+		show("+", g[i:eg])
+	}
+	return b.String()
+}
+
+func TestFirstDiff(t *testing.T) {
+	t.Parallel()
+	const base = "== a: 2 findings\nx 1\nx 2\nx 3\n== b: 1 findings\ny 1\n"
+	for _, tt := range []struct {
+		name, want, got, diff string
+	}{
+		{"equal", base, base, ""},
+		{"changed", base, strings.Replace(base, "x 2", "x 9", 1),
+			"in == a: 2 findings\nline 3:\n- x 2\n+ x 9\n"},
+		{"added", base, strings.Replace(base, "== a: 2 findings\nx 1\n", "== a: 3 findings\nx 1\nx 1.5\n", 1),
+			"line 1:\n- == a: 2 findings\n+ == a: 3 findings\nline 3:\n+ x 1.5\n"},
+		{"lost", base, strings.Replace(base, "== b: 1 findings\ny 1\n", "== b: 0 findings\n", 1),
+			"line 5:\n- == b: 1 findings\n+ == b: 0 findings\nline 6:\n- y 1\n"},
+		{"first of two changes", base, strings.Replace(strings.Replace(base, "x 1", "x 0", 1), "y 1", "y 0", 1),
+			"in == a: 2 findings\nline 2:\n- x 1\n+ x 0\n"},
+		{"cut at limit", "h\n", "1\n2\n3\n",
+			"line 1:\n- h\n+ 1\n+ 2\n+ … 1 more\n"},
+		{"no final newline", "a\nb", "a\nc",
+			"line 2:\n- b\n+ c\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := firstDiff([]byte(tt.want), []byte(tt.got), 2); got != tt.diff {
+				t.Errorf("firstDiff:\n%s\nwant:\n%s", got, tt.diff)
+			}
+		})
 	}
 }

@@ -102,7 +102,12 @@ const customWindow = 256
 
 func (st *scanState) runCustom() {
 	for i, c := range st.s.custom {
-		if st.ctx.Err() != nil {
+		if err := st.ctx.Err(); err != nil {
+			// The rules left are skipped: the scan must not pass for a
+			// complete one.
+			if st.err == nil {
+				st.err = err
+			}
 			return
 		}
 		hits := st.custHits[i]

@@ -33,6 +33,7 @@ func scanFor(t *testing.T, s *Scanner, id, text string) []string {
 }
 
 func TestDetectors(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("test")})
 	if err != nil {
 		t.Fatal(err)
@@ -409,6 +410,7 @@ func b64of(n int) string {
 }
 
 func TestIncludeReserved(t *testing.T) {
+	t.Parallel()
 	s, _ := New(Options{IncludeReserved: true})
 	for id, text := range map[string]string{
 		"pii.email":                "user@example.com",
@@ -424,6 +426,7 @@ func TestIncludeReserved(t *testing.T) {
 }
 
 func TestKeccak(t *testing.T) {
+	t.Parallel()
 	h := keccak256(nil)
 	if got := hex.EncodeToString(h[:]); got != "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470" {
 		t.Fatalf("keccak256(\"\") = %s", got)
@@ -438,6 +441,7 @@ func TestKeccak(t *testing.T) {
 // title, 0.7 from a given name, 0.15 more with a label word whole within
 // 24 bytes before the name.
 func TestNameConfidence(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k"), Detectors: []string{"pii.person_name"}})
 	if err != nil {
 		t.Fatal(err)
@@ -469,6 +473,7 @@ func TestNameConfidence(t *testing.T) {
 // case or spacing its detector normalises, while other values are; an
 // entry with no value is an error that does not echo it.
 func TestAllow(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k"), Allow: []string{"support@acme-corp.com", "John Deere Tractors"}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite generated sample files")
+var update = flag.Bool("update", false, "rewrite golden and generated sample files")
 
 // buildOffice writes a minimal Office Open XML package with the given parts.
 func buildOffice(t testing.TB, parts map[string]string) []byte {
@@ -60,6 +60,7 @@ func sampleDOCX(t testing.TB) []byte {
 // sampleDOCX (go test -run TestSampleDOCX -update rewrites it) and checks
 // what ScanDocument finds in it.
 func TestSampleDOCX(t *testing.T) {
+	t.Parallel()
 	data := sampleDOCX(t)
 	p := filepath.Join("..", "testdata", "samples", "board-minutes.docx")
 	if *update {
@@ -99,6 +100,7 @@ func TestSampleDOCX(t *testing.T) {
 }
 
 func TestScanDocumentKinds(t *testing.T) {
+	t.Parallel()
 	s, _ := New(Options{})
 	xlsx := buildOffice(t, map[string]string{
 		"xl/workbook.xml":          `<workbook/>`,
@@ -143,6 +145,7 @@ func TestScanDocumentKinds(t *testing.T) {
 }
 
 func TestZipBombLimit(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("a", maxXMLPartSize+10)
 	data := buildOffice(t, map[string]string{"word/document.xml": "<w:t>" + big + "</w:t>"})
 	s, _ := New(Options{})

@@ -30,6 +30,7 @@ func validIBANRef(s string) bool {
 }
 
 func TestValidIBANMatchesReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(11, 11))
 	countries := make([]string, 0, len(ibanLengths))
 	for cc := range ibanLengths {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestKeyedHash(t *testing.T) {
+	t.Parallel()
 	keys := [][]byte{nil, []byte("k"), bytes.Repeat([]byte{7}, 32), bytes.Repeat([]byte{9}, 64),
 		bytes.Repeat([]byte{3}, 65), []byte(strings.Repeat("long key ", 30))}
 	values := []string{"", "a", "alice@example.com", strings.Repeat("x", 55), strings.Repeat("y", 56),
@@ -52,6 +53,7 @@ func BenchmarkKeyedHash(b *testing.B) {
 }
 
 func TestAppendHexMatchesEncoding(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 3))
 	for n := 0; n < 40; n++ {
 		for k := 0; k < 200; k++ {
@@ -76,6 +78,7 @@ func TestAppendHexMatchesEncoding(t *testing.T) {
 // TestKeyID: scanners with the same key have the same KeyID, other keys
 // another, and the KeyID holds nothing of the key.
 func TestKeyID(t *testing.T) {
+	t.Parallel()
 	mk := func(key string) *Scanner {
 		s, err := New(Options{HashKey: []byte(key), Detectors: []string{"pii.email"}})
 		if err != nil {

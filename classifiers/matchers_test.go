@@ -14,6 +14,7 @@ import (
 // The hand-written matchers replace regular expressions in hot windows;
 // they must find exactly what the expressions find.
 func TestMatchersEqualRegexps(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		re    *regexp.Regexp
@@ -65,6 +66,7 @@ func TestMatchersEqualRegexps(t *testing.T) {
 // TestEntropyTable checks the table-driven entropy equals shannon bit for
 // bit (thresholds compare the exact value).
 func TestEntropyTable(t *testing.T) {
+	t.Parallel()
 	tab := newEntropyTable()
 	r := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 20000; i++ {
@@ -82,6 +84,7 @@ func TestEntropyTable(t *testing.T) {
 // TestCandidateGate checks that every numeric detector the anchor pass
 // skips for a candidate's shape would indeed have found nothing in it.
 func TestCandidateGate(t *testing.T) {
+	t.Parallel()
 	for _, reserved := range []bool{false, true} {
 		s, err := New(Options{HashKey: []byte("k"), IncludeReserved: reserved})
 		if err != nil {
@@ -125,6 +128,7 @@ func TestCandidateGate(t *testing.T) {
 // findings a few places behind their spot (moved within their run, or
 // starting a new one).
 func TestSortRawByStart(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(8, 9))
 	var buf []rawFinding
 	for i := 0; i < 3000; i++ {
@@ -155,6 +159,7 @@ func TestSortRawByStart(t *testing.T) {
 // first) against a byte loop:
 // every byte value at every position among fillers, and random words.
 func TestAnchorMask(t *testing.T) {
+	t.Parallel()
 	naive := func(w [8]byte) uint64 {
 		var m uint64
 		for k, b := range w {
@@ -200,6 +205,7 @@ func forMaskWords(fillers []byte, random func() uint64, check func(w [8]byte)) {
 // loops, on every byte value at every position among fillers and on
 // random words (a name-start bit must be exact: a missed one loses a name).
 func TestNameMasks(t *testing.T) {
+	t.Parallel()
 	isWord := func(b byte) bool { return b < 0x80 && isAlnum(b) }
 	naive := func(w [8]byte, prevWord bool) (anchors, caps, starts uint64) {
 		for k, b := range w {
@@ -245,6 +251,7 @@ func TestNameMasks(t *testing.T) {
 // TestGateMasks checks that the gate masks pick exactly the numeric
 // detectors candShape.skips keeps, for random shapes (consistent or not).
 func TestGateMasks(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k")})
 	if err != nil {
 		t.Fatal(err)

@@ -134,6 +134,7 @@ func phoneSamples(n int, seed uint64) []struct {
 // TestPhoneFastPathMatchesLibrary checks the fast phone validation against
 // phonenumbers on generated candidates (PHONE_SAMPLES raises the count).
 func TestPhoneFastPathMatchesLibrary(t *testing.T) {
+	t.Parallel()
 	n := 30000
 	if testing.Short() {
 		n = 3000
@@ -167,6 +168,7 @@ func TestPhoneFastPathMatchesLibrary(t *testing.T) {
 // TestDigitDFA checks every national number pattern of libphonenumber's
 // metadata: the DFA accepts exactly the digit strings the regexp accepts.
 func TestDigitDFA(t *testing.T) {
+	t.Parallel()
 	coll, err := phonenumbers.MetadataCollection()
 	if err != nil {
 		t.Fatal(err)

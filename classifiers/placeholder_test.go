@@ -10,6 +10,7 @@ import (
 // against placeholderValue on stop words in every position and case, and on
 // random values built from their fragments.
 func TestPlaceholderBytesMatchesValue(t *testing.T) {
+	t.Parallel()
 	cases := []string{"", "abc", "abcd", "Password", "PASSWORD123", "xPassword", "my.secret.", "token.", "null.x",
 		"process.env.KEY", "Xk9#mP2$v123456Lq7", "ghp_aB3dE5fG7hJ9kL1mN3pQ0123456789abcdef", "${DB}", "{{x}}", "a(b)c",
 		"****", "xx-xx", "changeme!", "ChAnGe_Me", "your-api-key-here", "é-password", strings.Repeat("a", 128),
@@ -37,6 +38,7 @@ func FuzzPlaceholderBytes(f *testing.F) {
 // TestNotSecretKey compares notSecretKey with strings.Contains of each of
 // its words, on the words in every position and random key names.
 func TestNotSecretKey(t *testing.T) {
+	t.Parallel()
 	naive := func(k string) bool {
 		for _, w := range notSecretKeyWords {
 			if strings.Contains(k, w) {

@@ -21,6 +21,7 @@ func refPos(buf []byte, off int) (line, col int) {
 }
 
 func TestPosTrackerMatchesReference(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 5))
 	alphabet := []string{"a", "b", " ", "\n", "\n\n", "é", "€", "😀", "\x80", "\xff", "\x0a\x0b", "\t", "0"}
 	for round := 0; round < 300; round++ {

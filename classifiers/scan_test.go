@@ -14,6 +14,7 @@ import (
 )
 
 func TestChunkBoundaries(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{HashKey: []byte("k")})
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +38,7 @@ func TestChunkBoundaries(t *testing.T) {
 }
 
 func TestLineColumn(t *testing.T) {
+	t.Parallel()
 	s, _ := New(Options{})
 	text := "première ligne\nnœud: jean.dupont@acme-corp.fr\n"
 	fs, _ := s.ScanString(context.Background(), text)
@@ -46,6 +48,7 @@ func TestLineColumn(t *testing.T) {
 }
 
 func TestHashKeyed(t *testing.T) {
+	t.Parallel()
 	a, _ := New(Options{HashKey: []byte("k1")})
 	b, _ := New(Options{HashKey: []byte("k1")})
 	c, _ := New(Options{HashKey: []byte("k2")})
@@ -68,6 +71,7 @@ func TestHashKeyed(t *testing.T) {
 }
 
 func TestCustomRules(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{Custom: []CustomRule{
 		{ID: "custom.apollo", Keywords: []string{"Project Apollo", "APL-7"}, ContextWords: []string{"codename", "nom de code"}},
 		{ID: "custom.case", Keywords: []string{"Zeus"}, CaseSensitive: true},
@@ -95,6 +99,7 @@ func TestCustomRules(t *testing.T) {
 }
 
 func TestCustomRuleErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		rule CustomRule
 		msg  string
@@ -148,6 +153,65 @@ func TestCustomTimeout(t *testing.T) {
 	}
 	if len(fs) != 1 || fs[0].Detector != "pii.email" {
 		t.Fatalf("findings so far lost: %+v", fs)
+	}
+}
+
+// doneAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: a cancellation that lands at a chosen point of a
+// scan.
+type doneAfter struct {
+	context.Context
+	n int
+}
+
+func (c *doneAfter) Err() error {
+	if c.n > 0 {
+		c.n--
+		return nil
+	}
+	return context.Canceled
+}
+
+// TestScanContextDone: a scan whose context is done before it ends returns
+// the context's error, whether the context was done before the scan, or
+// while its only chunk was being scanned (custom rules are then skipped,
+// so a result without the error would pass for a complete scan).
+func TestScanContextDone(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{HashKey: []byte("k"), Custom: []CustomRule{{ID: "custom.falcon", Keywords: []string{"Falcon"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const text = "Project Falcon: write to jean.dupont@acme-corp.fr"
+	for _, tt := range []struct {
+		name string
+		ok   int // calls of Err that report nil
+	}{
+		{"done before", 0},
+		{"done during the chunk", 1},
+		{"not done", 1 << 30},
+	} {
+		for _, reader := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reader=%v", tt.name, reader), func(t *testing.T) {
+				ctx := &doneAfter{Context: context.Background(), n: tt.ok}
+				var fs []Finding
+				var err error
+				if reader {
+					fs, err = s.ScanReader(ctx, strings.NewReader(text))
+				} else {
+					fs, err = s.ScanString(ctx, text)
+				}
+				if tt.ok == 1<<30 {
+					if err != nil || len(fs) != 2 {
+						t.Fatalf("err %v, %d findings: want both", err, len(fs))
+					}
+					return
+				}
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err = %v with %d findings, want context.Canceled", err, len(fs))
+				}
+			})
+		}
 	}
 }
 
@@ -265,6 +329,7 @@ func sameShort(a, b []Finding, n int) bool {
 }
 
 func TestRandomChunked(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	whole, _ := New(Options{HashKey: []byte("k")})
 	chunked, _ := New(Options{HashKey: []byte("k")})

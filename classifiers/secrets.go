@@ -113,8 +113,6 @@ func (st *scanState) reservedSecret(v string) bool {
 	return !st.s.includeReserved && (reservedSecrets[v] || strings.Contains(v, "EXAMPLE"))
 }
 
-var ctxSecret = []string{"key", "secret", "token", "password", "mot de passe", "clé", "cle", "credential", "auth", "api"}
-
 func secretDetectors() []*detector {
 	awsID := regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
 	awsSecret := regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
@@ -317,9 +315,7 @@ func connStringHit(st *scanState, d *detector, start, end int) {
 		s--
 	}
 	scheme := strings.ToLower(string(text[s:start]))
-	if strings.HasPrefix(scheme, "jdbc:") {
-		scheme = scheme[5:]
-	}
+	scheme = strings.TrimPrefix(scheme, "jdbc:")
 	if !connSchemes[scheme] {
 		return
 	}

@@ -15,14 +15,18 @@ import (
 const clientPrompt = "Summarise: the Falcon launch moves to May; budget 2.3M; owner Dana Whitfield."
 
 func TestGoOpenAIClient(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t, WithSeed(5))
 	cfg := goopenai.DefaultConfig("sk-test-alpha")
 	cfg.BaseURL = ts.URL + "/v1"
 	c := goopenai.NewClientWithConfig(cfg)
 	ctx := context.Background()
 	req := goopenai.ChatCompletionRequest{
-		Model:     "gpt-4o",
-		Messages:  []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: clientPrompt}},
+		Model:    "gpt-4o",
+		Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: clientPrompt}},
+		// The server must honour the legacy max_tokens that OpenAI-compatible
+		// clients still send (TestOpenAIGoClient covers max_completion_tokens).
+		//lint:ignore SA1019 this test is about the deprecated max_tokens field.
 		MaxTokens: 40,
 	}
 	resp, err := c.CreateChatCompletion(ctx, req)
@@ -32,6 +36,9 @@ func TestGoOpenAIClient(t *testing.T) {
 	plain := resp.Choices[0].Message.Content
 	if plain == "" || resp.Usage.PromptTokens == 0 || resp.Usage.CompletionTokens == 0 || resp.Model != "gpt-4o" {
 		t.Fatalf("response %+v", resp)
+	}
+	if resp.Usage.CompletionTokens != 40 || resp.Choices[0].FinishReason != goopenai.FinishReasonLength {
+		t.Errorf("%d completion tokens, finish %q: want the answer cut at max_tokens 40", resp.Usage.CompletionTokens, resp.Choices[0].FinishReason)
 	}
 	rec, ok := ts.Request(resp.ID)
 	if !ok || !strings.HasPrefix(rec.Tenant, "key-") || strings.Contains(rec.Tenant, "alpha") {
@@ -95,11 +102,12 @@ func TestGoOpenAIClient(t *testing.T) {
 }
 
 func TestOpenAIGoClient(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t, WithSeed(5))
 	c := openai.NewClient(option.WithBaseURL(ts.URL+"/v1/"), option.WithAPIKey("sk-test-beta"), option.WithMaxRetries(0))
 	ctx := context.Background()
 	params := openai.ChatCompletionNewParams{
-		Model:               openai.ChatModelGPT4o,
+		Model:               "pagedcache-1",
 		Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(clientPrompt)},
 		MaxCompletionTokens: openai.Int(40),
 	}

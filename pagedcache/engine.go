@@ -42,12 +42,12 @@ type Server struct {
 }
 
 type counters struct {
-	promptTokens, generationTokens    uint64
-	prefixQueries, prefixHits         uint64
-	finished                          map[string]uint64
-	rejected                          map[string]uint64
-	staleReads, lateWrites, truncated uint64
-	oversizeDecoded, abortedRequests  uint64
+	promptTokens, generationTokens   uint64
+	prefixQueries, prefixHits        uint64
+	finished                         map[string]uint64
+	rejected                         map[string]uint64
+	staleReads, lateWrites           uint64
+	oversizeDecoded, abortedRequests uint64
 }
 
 type waiter struct {

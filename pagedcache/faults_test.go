@@ -32,6 +32,7 @@ func incidentScenario(t *testing.T, seed uint64, faults ...Fault) (int, chatRepl
 }
 
 func TestOversizeStalePages(t *testing.T) {
+	t.Parallel()
 	code, r, rec := incidentScenario(t, 7, FaultOversizeStalePages)
 	if code != 200 {
 		t.Fatalf("status %d, want 200 (the incident answered 200)", code)
@@ -67,6 +68,7 @@ func TestOversizeStalePages(t *testing.T) {
 }
 
 func TestOversizeRejectedWhenCorrect(t *testing.T) {
+	t.Parallel()
 	code, r, rec := incidentScenario(t, 7)
 	if code != 400 || r.Error == nil {
 		t.Fatalf("status %d error %+v, want 400", code, r.Error)
@@ -81,6 +83,7 @@ func TestOversizeRejectedWhenCorrect(t *testing.T) {
 }
 
 func TestFrontEndContextLength(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		words     int
@@ -110,6 +113,7 @@ func TestFrontEndContextLength(t *testing.T) {
 }
 
 func TestAutoTruncate(t *testing.T) {
+	t.Parallel()
 	prompt := "INSTRUCTIONS-ALPHA never reveal the plan." + strings.Repeat(" lorem", 3000)
 	for _, fault := range []bool{false, true} {
 		opts := []Option{WithCapacity(2048, 16), WithContextLen(8192)}
@@ -156,6 +160,7 @@ func abortScenario(t *testing.T, seed uint64, fault bool) (chatReply, RequestRec
 }
 
 func TestAbortReuseRace(t *testing.T) {
+	t.Parallel()
 	r, rec := abortScenario(t, 3, true)
 	if rec.LateWritesLanded == 0 {
 		t.Fatalf("no late write landed in bob's pages: %+v", rec)
@@ -179,6 +184,7 @@ func TestAbortReuseRace(t *testing.T) {
 }
 
 func TestSharedPrefixCache(t *testing.T) {
+	t.Parallel()
 	secret := "Board memo: we acquire Globex on 12 March for 4.1 billion. " + strings.Repeat("Confidential. ", 20)
 	for _, tt := range []struct {
 		name        string

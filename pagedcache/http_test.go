@@ -24,6 +24,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestDebugAndMetricsEndpoints(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t)
 	_, r := chat(t, ts.Client(), ts.URL, "acme", "hello world, a short prompt", 8)
 	code, body := get(t, ts.URL+"/debug/requests/"+r.ID)
@@ -40,6 +41,9 @@ func TestDebugAndMetricsEndpoints(t *testing.T) {
 		t.Errorf("debug pages: %d %s", code, body)
 	}
 	code, body = get(t, ts.URL+"/metrics")
+	if code != 200 {
+		t.Errorf("metrics: %d", code)
+	}
 	for _, want := range []string{
 		"# TYPE vllm:kv_cache_usage_perc gauge",
 		`vllm:num_requests_running{model_name="pagedcache-1"} 0`,
@@ -59,6 +63,7 @@ func TestDebugAndMetricsEndpoints(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
+	t.Parallel()
 	s, err := New(Options{MaxBodyBytes: 1 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +131,7 @@ func TestQueueBoundAnd503(t *testing.T) {
 }
 
 func TestRequestLog(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var sb strings.Builder
 	ts := NewTestServer(t, func(o *Options) error { o.Log = lockedWriter{&mu, &sb}; return nil })

@@ -6,6 +6,7 @@ import (
 )
 
 func TestPoolReuseOrder(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		reuse Reuse
 		want  []int32 // pages handed out after freeing 1, 2, 3 in that order
@@ -42,6 +43,7 @@ func TestPoolReuseOrder(t *testing.T) {
 }
 
 func TestPoolPrefixCacheAndEviction(t *testing.T) {
+	t.Parallel()
 	p := newPool(3*2, 2, ReuseLIFO)
 	a, b := p.take(1, 1), p.take(1, 1)
 	p.write(a, 0, []uint32{1, 2}, 1, 1)
@@ -70,6 +72,7 @@ func TestPoolPrefixCacheAndEviction(t *testing.T) {
 }
 
 func TestPresets(t *testing.T) {
+	t.Parallel()
 	for _, name := range Presets() {
 		o, err := Preset(name)
 		if err != nil {

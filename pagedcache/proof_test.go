@@ -13,6 +13,7 @@ import (
 // aborted prefills, and checks the ground truth of every answer: no token
 // read was written by another request, except same-tenant prefix-cache pages.
 func TestCorrectModeNeverReadsForeignPages(t *testing.T) {
+	t.Parallel()
 	const tenants, perTenant, workers = 12, 120, 16
 	for _, reuse := range []Reuse{ReuseLIFO, ReuseLRU} {
 		t.Run(string(reuse), func(t *testing.T) {

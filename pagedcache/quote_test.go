@@ -12,6 +12,7 @@ import (
 )
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		text string
 		want uint8
@@ -140,6 +141,7 @@ func post(t *testing.T, ts *TestServer, path string, body any) (text, finish str
 // redaction placeholders, a canary, numbers, non-ASCII text, lines that
 // look like headers) and checks every answer quotes whole words only.
 func TestQuotesAreWholeWords(t *testing.T) {
+	t.Parallel()
 	canary := "aishield-canary-mfrgg2lbnzsgc3tf"
 	tests := []struct {
 		name     string
@@ -211,6 +213,7 @@ func TestQuotesAreWholeWords(t *testing.T) {
 // TestQuotesAreDeterministic: the same seed gives the same answer, plain
 // and streamed; another seed another answer.
 func TestQuotesAreDeterministic(t *testing.T) {
+	t.Parallel()
 	body := map[string]any{"messages": []map[string]string{{"role": "user", "content": victimText(0) + " Write to jane.roe@example.com."}}, "max_tokens": 200}
 	answer := func(seed uint64) string {
 		ts := NewTestServer(t, WithSeed(seed))
@@ -233,6 +236,7 @@ func TestQuotesAreDeterministic(t *testing.T) {
 // whole words of the earlier requests' text, read from stale pages, and the
 // ground truth still names their writers.
 func TestOversizeQuotesWholeWords(t *testing.T) {
+	t.Parallel()
 	victims := []string{
 		"Patient Jane Roe, NHS 943 476 5919, e-mail jane.roe@example.com, diagnosis F32.1. Draft the referral to [[PII_EMAIL_0001]].",
 		"Wire 98,000 EUR to IBAN [[PII_IBAN_0002]] before Friday; confirm with ops-team@globex.example.net and reply.",
@@ -272,6 +276,7 @@ func TestOversizeQuotesWholeWords(t *testing.T) {
 // whole once, or cut by max_tokens; a context whose only word is longer
 // than the model's reach gets an empty answer rather than a fragment.
 func TestQuotesOverLongWords(t *testing.T) {
+	t.Parallel()
 	blob := strings.Repeat("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3", 60) // ~1,400 tokens, no space
 	tests := []struct {
 		name      string

@@ -15,6 +15,7 @@ import (
 // TestReadmeSnippet is the Go snippet of docs/pagedcache.md ("In Go tests"),
 // word for word: TestReadmeSnippetShown checks it.
 func TestReadmeSnippet(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ts := pagedcache.NewTestServer(t,
 		pagedcache.WithCapacity(4096, 64), pagedcache.WithContextLen(16384), // the incident, scaled down
@@ -25,7 +26,7 @@ func TestReadmeSnippet(t *testing.T) {
 		return openai.NewClientWithConfig(cfg)
 	}
 	ask := func(c *openai.Client, content string) openai.ChatCompletionResponse {
-		resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 48,
+		resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48,
 			Messages: []openai.ChatCompletionMessage{{Role: "user", Content: content}}})
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,7 @@ func sse(t *testing.T, url, path, body string) []string {
 }
 
 func TestStreamingWireFormat(t *testing.T) {
+	t.Parallel()
 	ts := NewTestServer(t)
 	tests := []struct {
 		name, path, body string

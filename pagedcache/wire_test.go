@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseChatRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, body string
 		wantPrompt string
@@ -45,6 +46,7 @@ func TestParseChatRequest(t *testing.T) {
 }
 
 func TestParseCompletionRequest(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]string{
 		`{"prompt":"hello"}`:             "hello",
 		`{"prompt":["hello"]}`:           "hello",

@@ -27,6 +27,7 @@ func finding(det string, start int) classifiers.Finding {
 }
 
 func TestLevelOfMostSpecificWins(t *testing.T) {
+	t.Parallel()
 	p := mustParse(t, `
 levels: [l0, l1, l2, l3, l4]
 default_level: l1
@@ -76,6 +77,7 @@ custom:
 }
 
 func TestMatch(t *testing.T) {
+	t.Parallel()
 	p := mustParse(t, `
 levels: [a, b]
 destinations:
@@ -110,6 +112,7 @@ destinations:
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	p := mustParse(t, basePolicy)
 	openai, _ := p.Destination("openai")
 	onprem, _ := p.Destination("onprem")
@@ -168,6 +171,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideReasons(t *testing.T) {
+	t.Parallel()
 	p := mustParse(t, basePolicy)
 	openai, _ := p.Destination("openai")
 	d := p.Decide(openai, []classifiers.Finding{finding("pii.email", 3), finding("pii.email", 40)}, 200000)
@@ -186,6 +190,7 @@ func TestDecideReasons(t *testing.T) {
 }
 
 func TestActionFor(t *testing.T) {
+	t.Parallel()
 	p := mustParse(t, basePolicy)
 	openai, _ := p.Destination("openai")
 	for id, want := range map[string]Action{"pii.ip_address": ActionAllow, "pii.email": ActionRedact, "secret.jwt": ActionBlock, "marker.tlp": ActionBlock} {
@@ -199,6 +204,7 @@ func TestActionFor(t *testing.T) {
 }
 
 func TestGlob(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pat, name string
 		want      bool
@@ -252,6 +258,7 @@ func BenchmarkMatch(b *testing.B) {
 // refused on capacity alone, without being classified, whoever evaluates
 // it; within capacity the findings decide.
 func TestEvaluateCapacityFirst(t *testing.T) {
+	t.Parallel()
 	p, err := Preset("default")
 	if err != nil {
 		t.Fatal(err)

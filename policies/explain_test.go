@@ -6,6 +6,7 @@ import (
 )
 
 func TestExplainGolden(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ preset, dest, golden string }{
 		{"default", "openai", "explain_default_openai.golden"},
 		{"strict", "default", "explain_strict_default.golden"},

@@ -11,6 +11,7 @@ import (
 )
 
 func TestLintRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		src   string
@@ -134,6 +135,7 @@ custom:
 }
 
 func TestLintFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("levels: [a]\nredaction:\n  style: blur\ndestinations:\n  - {name: x, provider: p, max_level: zz}\n"), 0o600)
@@ -160,6 +162,7 @@ func TestLintFile(t *testing.T) {
 
 // Every preset passes lint without a single diagnostic.
 func TestPresetsLintClean(t *testing.T) {
+	t.Parallel()
 	for _, name := range Presets() {
 		p, err := Preset(name)
 		if err != nil {
@@ -180,6 +183,7 @@ func TestPresetsLintClean(t *testing.T) {
 // The strict preset blocks unknown destinations; the default preset fails
 // closed too.
 func TestPresetDefaults(t *testing.T) {
+	t.Parallel()
 	strict, _ := Preset("strict")
 	if strict.Default.Action != ActionBlock || strict.Default.MaxLevel != "public" || strict.FailOpen {
 		t.Errorf("strict default = %+v, fail open %v", strict.Default, strict.FailOpen)

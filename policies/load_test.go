@@ -43,6 +43,7 @@ default:
 `
 
 func TestParseValid(t *testing.T) {
+	t.Parallel()
 	p, err := Parse([]byte(basePolicy), "yaml", "test.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +79,7 @@ func TestParseValid(t *testing.T) {
 
 // The same policy in the three formats loads to the same checked policy.
 func TestParseFormatsAgree(t *testing.T) {
+	t.Parallel()
 	yml := `name: f
 levels: [low, high]
 classify:
@@ -139,6 +141,7 @@ match_timeout = "50ms"
 
 // Every error names the file and the field, with a code.
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src    string
 		field, code  string
@@ -213,6 +216,7 @@ func TestParseErrors(t *testing.T) {
 
 // Bad input is refused with a clear error, never a panic.
 func TestParseBadBytes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		data []byte
@@ -240,6 +244,7 @@ func TestParseBadBytes(t *testing.T) {
 }
 
 func TestLoadAndLoadRef(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, src := range map[string]string{
 		"p.yaml": basePolicy,
@@ -284,6 +289,7 @@ func TestLoadAndLoadRef(t *testing.T) {
 }
 
 func TestCompareFieldPaths(t *testing.T) {
+	t.Parallel()
 	in := []string{"destinations[10].name", "levels", "destinations[2].name", "", "destinations[2]", "classify[0].level"}
 	slices.SortFunc(in, compareFieldPaths)
 	want := []string{"", "classify[0].level", "destinations[2]", "destinations[2].name", "destinations[10].name", "levels"}

@@ -37,6 +37,7 @@ func sarifFixture(t *testing.T) ([]SARIFFile, *Policy, []string) {
 }
 
 func TestWriteSARIFGolden(t *testing.T) {
+	t.Parallel()
 	files, p, raw := sarifFixture(t)
 	openai, _ := p.Destination("openai")
 	for _, tt := range []struct {
@@ -129,6 +130,7 @@ func checkSARIF(t *testing.T, data []byte) {
 }
 
 func TestWriteSARIFEmpty(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := WriteSARIF(&buf, nil, SARIFOptions{}); err != nil {
 		t.Fatal(err)
@@ -139,6 +141,7 @@ func TestWriteSARIFEmpty(t *testing.T) {
 }
 
 func TestRuleName(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"secret.github_token": "SecretGithubToken", "pii.email": "PiiEmail", "custom.x-y": "CustomXY"} {
 		if got := ruleName(in); got != want {
 			t.Errorf("ruleName(%q) = %q, want %q", in, got, want)

@@ -10,6 +10,7 @@ import (
 
 // The JSON Schema describes exactly the fields the loader reads.
 func TestSchemaMatchesLoader(t *testing.T) {
+	t.Parallel()
 	var schema map[string]any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 // Every preset has its own test cases, and they all pass.
 func TestPresetCases(t *testing.T) {
+	t.Parallel()
 	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "presets")}, TestOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestPresetCases(t *testing.T) {
 // The runner reports passes, failures and errors like opa test, in pretty
 // and JSON form.
 func TestRunTestsGolden(t *testing.T) {
+	t.Parallel()
 	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "runner")}, TestOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +86,7 @@ func TestRunTestsGolden(t *testing.T) {
 }
 
 func TestRunTestsExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)

@@ -33,7 +33,7 @@ func TestIncident(t *testing.T) {
 		return openai.NewClientWithConfig(cfg)
 	}
 	// Another customer of the shared service, not behind our guard.
-	if _, err := plain("sk-clinic").CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 48,
+	if _, err := plain("sk-clinic").CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "Patient Jane Roe, NHS 943 476 5919, diagnosis F32.1. Draft the referral."}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestIncident(t *testing.T) {
 		return sdk.NewClient(g, cfg), pol
 	}
 	_ = plain
-	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
+	req := openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
 
 	t.Run("real capacity declared: refused before sending", func(t *testing.T) {
 		c, _ := guarded(4096)
@@ -117,7 +117,7 @@ func TestProviderErrorsPassThrough(t *testing.T) {
 	cfg.BaseURL = ts.URL + "/v1"
 	c := sdk.NewClient(g, cfg)
 	long := "Write to " + email + " about this: " + strings.Repeat(" lorem ipsum dolor", 3000)
-	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
+	req := openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: long}}}
 	var msgs []string
 	for i := range 4 {
 		var err error

@@ -112,7 +112,7 @@ func TestStreamUsageAsked(t *testing.T) {
 	cfg.HTTPClient = hc
 	gc := goopenai.NewClientWithConfig(cfg)
 	for _, asked := range []bool{false, true} {
-		req := goopenai.ChatCompletionRequest{Model: "m", MaxTokens: 24, Stream: true,
+		req := goopenai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 24, Stream: true,
 			Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: question}}}
 		if asked {
 			req.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
@@ -181,7 +181,7 @@ func TestStreamUsageCatchesDroppedPrompt(t *testing.T) {
 		cfg := goopenai.DefaultConfig("sk-a")
 		cfg.BaseURL = ts.URL + "/v1"
 		c := sdk.NewClient(g, cfg)
-		st, err := c.CreateChatCompletionStream(ctx, goopenai.ChatCompletionRequest{Model: "m", MaxTokens: 32, Stream: true,
+		st, err := c.CreateChatCompletionStream(ctx, goopenai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 32, Stream: true,
 			Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: long}}})
 		if err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ func truncGuard(t *testing.T, url, tokenizer string) *sdk.Guard {
 // chatThrough sends one chat (streamed or not) and returns the answer and
 // the error.
 func chatThrough(ctx context.Context, c *sdk.Client, text string, stream bool) (string, error) {
-	req := goopenai.ChatCompletionRequest{Model: "m", MaxTokens: 32,
+	req := goopenai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 32,
 		Messages: []goopenai.ChatCompletionMessage{{Role: "system", Content: "You answer in French."}, {Role: "user", Content: text}}}
 	if !stream {
 		resp, err := c.CreateChatCompletion(ctx, req)

@@ -12,6 +12,7 @@ import (
 // The policy commands and scan's policy flags exit with the documented
 // codes (testscript only tells zero from non-zero).
 func TestPolicyExitCodes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, src string) string {
 		p := filepath.Join(dir, name)

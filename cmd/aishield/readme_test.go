@@ -11,6 +11,7 @@ import (
 // it gives newcomers must be the one CI runs, and the main-job command must
 // name a real subcommand of this CLI.
 func TestReadmeCommands(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

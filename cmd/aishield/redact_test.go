@@ -19,6 +19,7 @@ import (
 // for the vault redact writes before its output) and restore this run's
 // values, not fail on a missing vault or read the stale one.
 func TestRedactRestorePipe(t *testing.T) {
+	t.Parallel()
 	const doc = "Write to quentin.arnaud@sfr.fr or call +33 6 12 34 56 78 about the invoice.\n"
 	for _, stale := range []bool{false, true} {
 		vault := filepath.Join(t.TempDir(), "v.json")

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar file: each is a small shell
 // session with the files it needs and the output it expects.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: false,

@@ -38,7 +38,7 @@ func main() {
 	}
 	client := anthropic.NewClient(option.WithHTTPClient(&http.Client{Transport: &sdk.Transport{Guard: g}}))
 	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     anthropic.ModelClaudeSonnet4_5,
+		Model:     anthropic.ModelClaudeSonnet5_5,
 		MaxTokens: 200,
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(
 			"Draft a two-line reply to quentin.arnaud@sfr.fr confirming Friday's appointment."))},

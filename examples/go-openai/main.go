@@ -48,9 +48,9 @@ func main() {
 
 	ask := func(text string) {
 		resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
-			Model:     "pagedcache-1",
-			MaxTokens: 32,
-			Messages:  []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}},
+			Model:               "pagedcache-1",
+			MaxCompletionTokens: 32,
+			Messages:            []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}},
 		})
 		var blocked *sdk.BlockedError
 		switch {

@@ -20,7 +20,7 @@ import (
 func chat(t *testing.T, c *openai.Client, text string) (openai.ChatCompletionResponse, error) {
 	t.Helper()
 	ctx, refused := sdk.WithRefusal(context.Background())
-	resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 64,
+	resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 64,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}})
 	if r := refused(); r != nil {
 		return resp, r

@@ -3,12 +3,17 @@
 // of it, driven with curl.
 //
 //	go run ./examples/proxy-curl
+//
+// -addr listens elsewhere (port 0: any free port; the first line printed
+// says which).
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -17,6 +22,8 @@ import (
 )
 
 func main() {
+	addr := flag.String("addr", "127.0.0.1:8000", "address to listen on")
+	flag.Parse()
 	opts, err := pagedcache.Preset("default")
 	if err != nil {
 		log.Fatal(err)
@@ -25,15 +32,19 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	hs := &http.Server{Addr: "127.0.0.1:8000", Handler: srv}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	go func() {
 		<-ctx.Done()
 		hs.Shutdown(context.Background())
 	}()
-	fmt.Println("paged-cache server on http://127.0.0.1:8000 (Ctrl-C to stop)")
-	if err := hs.ListenAndServe(); err != http.ErrServerClosed {
+	fmt.Printf("paged-cache server on http://%s (Ctrl-C to stop)\n", ln.Addr())
+	if err := hs.Serve(ln); err != http.ErrServerClosed {
 		log.Fatal(err)
 	}
 }

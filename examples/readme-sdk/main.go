@@ -47,7 +47,7 @@ func newClient(ctx context.Context, pol *policies.Policy, cfg openai.ClientConfi
 // ask sends one question; the provider sees placeholders, the answer has
 // the values back.
 func ask(ctx context.Context, client *sdk.Client, question string) (string, error) {
-	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "gpt-4o", MaxTokens: 48,
+	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "gpt-4o", MaxCompletionTokens: 48,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: question}}})
 	if err != nil {
 		return "", err

@@ -25,7 +25,7 @@ func newOpenAIClient(g *sdk.Guard, opts ...option.RequestOption) openai.Client {
 // the guard's typed error.
 func askOpenAI(ctx context.Context, client openai.Client, question string) (string, error) {
 	ctx, refused := sdk.WithRefusal(ctx)
-	resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o", MaxTokens: openai.Int(48),
+	resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o", MaxCompletionTokens: openai.Int(48),
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage(question)}})
 	if err != nil {
 		if r := refused(); r != nil {

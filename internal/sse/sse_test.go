@@ -28,6 +28,7 @@ func readAll(t testing.TB, r *Reader) ([]got, error) {
 }
 
 func TestReader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string
@@ -88,6 +89,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 }
 
 func TestReaderLimits(t *testing.T) {
+	t.Parallel()
 	r := NewReader(strings.NewReader("data: " + strings.Repeat("x", 100) + "\n\n"))
 	r.MaxLine = 50
 	_, err := r.Next()
@@ -106,6 +108,7 @@ func TestReaderLimits(t *testing.T) {
 }
 
 func TestRawPreserved(t *testing.T) {
+	t.Parallel()
 	in := ": c\r\nevent: e\r\ndata: x\r\n\r\n"
 	ev, err := NewReader(strings.NewReader(in)).Next()
 	if err != nil {
@@ -117,6 +120,7 @@ func TestRawPreserved(t *testing.T) {
 }
 
 func TestWriterRoundTrip(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
 	evs := []*Event{

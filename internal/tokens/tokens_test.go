@@ -21,6 +21,7 @@ var samples = []string{
 }
 
 func TestBoundsBracketExact(t *testing.T) {
+	t.Parallel()
 	for _, enc := range []string{"o200k_base", "cl100k_base"} {
 		c := &Counter{Encoding: enc}
 		for _, s := range samples {
@@ -37,6 +38,7 @@ func TestBoundsBracketExact(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	c := &Counter{}
 	prose := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 200) // ~2000 tokens
 	exact, _ := c.Exact(prose)

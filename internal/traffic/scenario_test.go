@@ -14,6 +14,7 @@ import (
 // classifiers: every value it plants is found under the detector it was
 // planted for, and the texts it calls clean carry nothing.
 func TestScenarioPlantedValuesAreFound(t *testing.T) {
+	t.Parallel()
 	pol, err := policies.Preset("default")
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +46,7 @@ func TestScenarioPlantedValuesAreFound(t *testing.T) {
 }
 
 func TestScenarioShape(t *testing.T) {
+	t.Parallel()
 	a := NewScenario(ScenarioOptions{Seed: 9, Rounds: 4, OversizeTokens: 5000})
 	b := NewScenario(ScenarioOptions{Seed: 9, Rounds: 4, OversizeTokens: 5000})
 	c := NewScenario(ScenarioOptions{Seed: 10, Rounds: 4, OversizeTokens: 5000})

@@ -45,6 +45,7 @@ func checkDecode(t *testing.T, body []byte) {
 }
 
 func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{
 		`{}`, `[]`, ` {"a" : [1, -2.5e+3, 0, true, false, null, "x"]} `, `"\u00e9\ud83d\ude00\n\t\/\\\""`,
 		`"\ud800"`, `"\ud800\u0041"`, `"\udc00\ud800"`, `{"a":1,"a":2}`, `-0`, `0.5E-2`, `1e400`,
@@ -67,6 +68,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestAppendString(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "plain", "q\"b\\s", "\n\r\t\x00\x1f", "<&>", "é😀", "\u2028\u2029", "bad\xffutf8", strings.Repeat("x", 100)} {
 		got := appendString(nil, s)
 		var buf bytes.Buffer
@@ -82,6 +84,7 @@ func TestAppendString(t *testing.T) {
 // TestSplice applies edits of every kind and checks the bytes around them
 // are untouched and the result decodes to the edited tree.
 func TestSplice(t *testing.T) {
+	t.Parallel()
 	body := `{ "b" : 1, "a":{"x":"old","y":[ ]} ,"z":[1,"s",{"k":null}], "n":null }`
 	tests := []struct {
 		name  string
@@ -134,6 +137,7 @@ func TestSplice(t *testing.T) {
 }
 
 func TestStreamUsage(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path, body, want string
 		changed                bool

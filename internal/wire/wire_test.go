@@ -24,6 +24,7 @@ func segStrings(segs []Segment) []string {
 }
 
 func TestParseRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, path, body string
 		kind             Kind
@@ -108,6 +109,7 @@ func TestParseRequest(t *testing.T) {
 }
 
 func TestParseRequestErrors(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{``, `{`, `{"a":1} x`, "{\"a\":\"\xff\"}", `[1]x`} {
 		if _, err := ParseRequest("/v1/chat/completions", []byte(body)); !errors.Is(err, ErrBody) {
 			t.Errorf("%q: err = %v, want ErrBody", body, err)
@@ -119,6 +121,7 @@ func TestParseRequestErrors(t *testing.T) {
 }
 
 func TestRewriteKeepsUnknownFields(t *testing.T) {
+	t.Parallel()
 	body := `{"model":"gpt","x_custom":{"deep":[1.50,true,null]},"big":12345678901234567890,
 		"messages":[{"role":"user","content":"mail a@b.c <now>","extra":7}]}`
 	r, err := ParseRequest("/v1/chat/completions", []byte(body))
@@ -147,6 +150,7 @@ func TestRewriteKeepsUnknownFields(t *testing.T) {
 // request: the bytes up to the last message (system prompt, tools, earlier
 // turns) stay as the caller sent them, so providers' prefix caching holds.
 func TestAddCanary(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ path, body, want string }{
 		{"/v1/chat/completions", `{"messages":[{"role":"system","content":"long shared prompt"},{"role":"user","content":"u"}]}`,
 			`{"messages":[{"role":"system","content":"long shared prompt"},{"role":"user","content":"u"},{"role":"system","content":"C"}]}`},
@@ -194,6 +198,7 @@ func TestAddCanary(t *testing.T) {
 }
 
 func TestParseResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		kind Kind
@@ -232,6 +237,7 @@ func TestParseResponse(t *testing.T) {
 }
 
 func TestParseStreamEvent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, typ, data string
 		check           func(t *testing.T, e *StreamEvent)
@@ -323,6 +329,7 @@ func TestParseStreamEvent(t *testing.T) {
 }
 
 func TestOnly(t *testing.T) {
+	t.Parallel()
 	e, err := ParseStreamEvent("", []byte(`{"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -428,6 +435,7 @@ func FuzzParseStreamEvent(f *testing.F) {
 
 // TestFold folds whole streams into the end summary the verifier gets.
 func TestFold(t *testing.T) {
+	t.Parallel()
 	type ev struct{ typ, data string }
 	tests := []struct {
 		name   string

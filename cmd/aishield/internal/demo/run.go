@@ -378,8 +378,8 @@ func send(ctx context.Context, client *openai.Client, r traffic.Request) (string
 			{Role: openai.ChatMessageRoleSystem, Content: r.System},
 			{Role: openai.ChatMessageRoleUser, Content: r.User},
 		},
-		MaxTokens: r.MaxTokens,
-		Stream:    r.Stream,
+		MaxCompletionTokens: r.MaxTokens,
+		Stream:              r.Stream,
 	})
 }
 
