@@ -143,7 +143,7 @@ func incident(ctx context.Context) (string, func(), error) {
 func sendDirect(ctx context.Context, base, key, text string) error {
 	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = base
-	_, err := openai.NewClientWithConfig(cfg).CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxTokens: 48,
+	_, err := openai.NewClientWithConfig(cfg).CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 48,
 		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: text}}})
 	return err
 }

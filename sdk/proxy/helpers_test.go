@@ -92,7 +92,7 @@ func client(base, tenant string) *openai.Client {
 }
 
 func chatReq(text string, maxTokens int, stream bool) openai.ChatCompletionRequest {
-	return openai.ChatCompletionRequest{Model: "pagedcache-1", MaxTokens: maxTokens, Stream: stream,
+	return openai.ChatCompletionRequest{Model: "pagedcache-1", MaxCompletionTokens: maxTokens, Stream: stream,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}}
 }
 
