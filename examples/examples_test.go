@@ -32,6 +32,7 @@ var programs = []program{
 	{name: "anthropic", want: "set ANTHROPIC_API_KEY"},
 	{name: "policy-ci", want: "PASS: 6/6"},
 	{name: "proxy-curl", serve: serveProxyCurl},
+	{name: "readme-sdk", want: "answer refused"},
 }
 
 func TestExamplesBuildAndRun(t *testing.T) {

@@ -23,8 +23,10 @@
 // checks that a syntactically valid policy can still fail, each with a rule
 // code. [Policy.Decide] is deterministic: the same findings give the same
 // decision with the same reasons in the same order, and no reason ever holds a
-// raw value.
+// raw value. [Evaluator] is the one evaluation of a request every door
+// shares: capacity first, then classification and the decision.
 //
 // Presets ("default", "strict", "pci", "gdpr", "secrets-only") are embedded in
-// the binary; [RunTests] runs YAML policy test cases the way `opa test` does.
+// the binary. Package policytest runs YAML policy test cases the way `opa
+// test` does; package sarif writes scan findings for code scanning.
 package policies

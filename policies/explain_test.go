@@ -3,6 +3,8 @@ package policies
 import (
 	"bytes"
 	"testing"
+
+	"github.com/aishield/aishield/internal/golden"
 )
 
 func TestExplainGolden(t *testing.T) {
@@ -24,7 +26,7 @@ func TestExplainGolden(t *testing.T) {
 		if err := e.WriteText(&buf); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, tt.golden, buf.Bytes())
+		golden.Check(t, tt.golden, buf.Bytes())
 	}
 	p, _ := Preset("secrets-only")
 	e, err := p.Explain("default")

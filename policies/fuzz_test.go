@@ -46,24 +46,3 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseTestData: policy test files never panic the parser, and every
-// error names the file.
-func FuzzParseTestData(f *testing.F) {
-	f.Add([]byte("policy: default\ncases:\n  - {name: a, input: hi, expect: {action: allow, level: none, detectors: []}}\n"))
-	f.Add([]byte("policy: p.yaml\ncases:\n  - name: b\n    file: x.txt\n    tokens: 12\n    expect: {action: block, over_capacity: true}\n"))
-	f.Add([]byte("cases: 3\n"))
-	f.Add([]byte("policy: [1]\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		tf, err := parseTestData(data, "fuzz_test.yaml")
-		if err != nil {
-			if !strings.Contains(err.Error(), "fuzz_test.yaml") {
-				t.Fatalf("error %q does not name the file", err)
-			}
-			return
-		}
-		if tf.Policy == "" || len(tf.Cases) == 0 {
-			t.Fatalf("accepted a test file without policy or cases: %+v", tf)
-		}
-	})
-}

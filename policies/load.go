@@ -218,6 +218,42 @@ func decode(data []byte, format string) (raw rawPolicy, md mapstructure.Metadata
 	return raw, md, err
 }
 
+// DecodeYAML decodes the YAML data of the file called path into out (a
+// pointer to a struct with mapstructure tags) as policy files are decoded:
+// through viper, strictly (an unknown field, a wrong type or a fraction
+// where a whole number is expected is an error naming the field), and
+// without letting a hostile input panic. Companion files of a policy (its
+// test files) use it.
+func DecodeYAML(data []byte, path string, out any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: the YAML parser failed on this input", path)
+		}
+	}()
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var md mapstructure.Metadata
+	if err := v.Unmarshal(out, func(dc *mapstructure.DecoderConfig) {
+		dc.Metadata = &md
+		dc.WeaklyTypedInput = false
+		dc.DecodeHook = wholeNumbers
+	}); err != nil {
+		var msgs []string
+		for _, p := range decodeProblems(path, err) {
+			msgs = append(msgs, p.Error())
+		}
+		return errors.New(strings.Join(msgs, "; "))
+	}
+	if len(md.Unused) > 0 {
+		slices.Sort(md.Unused)
+		return fmt.Errorf("%s: unknown fields: %s", path, strings.Join(md.Unused, ", "))
+	}
+	return nil
+}
+
 // wholeNumbers refuses to truncate or overflow when a number the parser
 // read as a float (JSON numbers, huge YAML integers) fills an int field.
 func wholeNumbers(from, to reflect.Type, data any) (any, error) {

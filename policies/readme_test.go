@@ -1,4 +1,4 @@
-package policies
+package policies_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/policies/policytest"
 )
 
 // docSection returns the body of the "## title" section of a Markdown
@@ -43,11 +46,11 @@ func TestPolicyDoc(t *testing.T) {
 	doc := string(data)
 	policy := firstYAML(t, docSection(t, doc, "The policy file"), "policy")
 	cases := firstYAML(t, docSection(t, doc, "Policy tests"), "test cases")
-	p, err := Parse([]byte(policy), "yaml", "docs/policy.md policy")
+	p, err := policies.Parse([]byte(policy), "yaml", "docs/policy.md policy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range Lint(context.Background(), p, LintOptions{}) {
+	for _, d := range policies.Lint(context.Background(), p, policies.LintOptions{}) {
 		t.Errorf("docs/policy.md policy: %v", d)
 	}
 	dir := t.TempDir()
@@ -57,12 +60,12 @@ func TestPolicyDoc(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy_test.yaml"), []byte(cases), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := RunTests(context.Background(), []string{dir}, TestOptions{})
+	rep, err := policytest.Run(context.Background(), []string{dir}, policytest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rep.Results {
-		if r.Status != TestPass {
+		if r.Status != policytest.Pass {
 			t.Errorf("docs/policy.md case %q: %s %v", r.Name, r.Status, r.Messages)
 		}
 	}
@@ -71,7 +74,7 @@ func TestPolicyDoc(t *testing.T) {
 	}
 	// Every rule Lint checks is documented in the lint table.
 	lint := docSection(t, doc, "Lint")
-	for _, r := range LintRules() {
+	for _, r := range policies.LintRules() {
 		if !strings.Contains(lint, "| `"+r.Code+"` | "+string(r.Severity)+" |") {
 			t.Errorf("docs/policy.md's Lint table lacks rule %s (%s)", r.Code, r.Severity)
 		}

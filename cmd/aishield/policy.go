@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/policies/policytest"
 )
 
 // newPolicyCmd builds "aishield policy" and its subcommands.
@@ -140,7 +141,7 @@ run, 2 a case failed.`,
 			if format != "pretty" && format != "json" {
 				return withCode(1, fmt.Errorf("--format must be pretty or json, not %q", format))
 			}
-			rep, err := policies.RunTests(cmd.Context(), args, policies.TestOptions{})
+			rep, err := policytest.Run(cmd.Context(), args, policytest.Options{})
 			if err != nil {
 				return withCode(1, err)
 			}

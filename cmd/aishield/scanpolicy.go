@@ -13,6 +13,7 @@ import (
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/policies/sarif"
 )
 
 // hashKeyEnv names the environment variable holding the key of finding
@@ -187,7 +188,7 @@ func (sp *scanPolicy) writeDecisions(w io.Writer, rep *scanReport) error {
 // working directory when they are inside it.
 func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport) error {
 	wd, _ := os.Getwd()
-	var files []policies.SARIFFile
+	var files []sarif.File
 	for _, f := range rep.Files {
 		if f.Skipped {
 			continue
@@ -200,7 +201,7 @@ func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport) error {
 				path = rel
 			}
 		}
-		files = append(files, policies.SARIFFile{Path: path, Findings: f.Findings})
+		files = append(files, sarif.File{Path: path, Findings: f.Findings})
 	}
-	return policies.WriteSARIF(w, files, policies.SARIFOptions{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination, Fingerprints: sp.keyed})
+	return sarif.Write(w, files, sarif.Options{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination, Fingerprints: sp.keyed})
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/policies/policytest"
 )
 
 func main() {
@@ -35,7 +36,7 @@ func run(ctx context.Context, dir string, stdout, stderr io.Writer) int {
 	if errs > 0 {
 		return 1
 	}
-	rep, err := policies.RunTests(ctx, []string{dir}, policies.TestOptions{})
+	rep, err := policytest.Run(ctx, []string{dir}, policytest.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, "policy-ci:", err)
 		return 1

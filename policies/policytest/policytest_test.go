@@ -1,51 +1,32 @@
-package policies
+package policytest
 
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aishield/aishield/internal/golden"
+	"github.com/aishield/aishield/policies"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-// golden compares got with testdata/NAME, rewriting it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // Every preset has its own test cases, and they all pass.
 func TestPresetCases(t *testing.T) {
 	t.Parallel()
-	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "presets")}, TestOptions{})
+	rep, err := Run(context.Background(), []string{filepath.Join("testdata", "presets")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	perPreset := map[string]int{}
 	for _, r := range rep.Results {
 		perPreset[strings.TrimSuffix(filepath.Base(r.File), "_test.yaml")]++
-		if r.Status != TestPass {
+		if r.Status != Pass {
 			t.Errorf("%s: %s: %s %v", r.File, r.Name, r.Status, r.Messages)
 		}
 	}
-	for _, name := range Presets() {
+	for _, name := range policies.Presets() {
 		if perPreset[name] < 4 {
 			t.Errorf("preset %s has %d test cases, want at least 4", name, perPreset[name])
 		}
@@ -59,7 +40,7 @@ func TestPresetCases(t *testing.T) {
 // and JSON form.
 func TestRunTestsGolden(t *testing.T) {
 	t.Parallel()
-	rep, err := RunTests(context.Background(), []string{filepath.Join("testdata", "runner")}, TestOptions{})
+	rep, err := Run(context.Background(), []string{filepath.Join("testdata", "runner")}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +56,9 @@ func TestRunTestsGolden(t *testing.T) {
 	}
 	rep.WritePretty(&verbose, true)
 	rep.WriteJSON(&js)
-	golden(t, "runner/pretty.golden", pretty.Bytes())
-	golden(t, "runner/verbose.golden", verbose.Bytes())
-	golden(t, "runner/json.golden", js.Bytes())
+	golden.Check(t, "runner/pretty.golden", pretty.Bytes())
+	golden.Check(t, "runner/verbose.golden", verbose.Bytes())
+	golden.Check(t, "runner/json.golden", js.Bytes())
 	for _, out := range []string{pretty.String(), js.String()} {
 		if strings.Contains(out, "jane.doe") || strings.Contains(out, "acme-corp") {
 			t.Errorf("a raw value escaped into the report:\n%s", out)
@@ -114,7 +95,7 @@ func TestRunTestsExitCodes(t *testing.T) {
 		{[]string{filepath.Join(dir, "missing_test.yaml")}, 1},
 	}
 	for _, tt := range tests {
-		rep, err := RunTests(context.Background(), tt.paths, TestOptions{})
+		rep, err := Run(context.Background(), tt.paths, Options{})
 		if err != nil {
 			t.Errorf("%v: %v", tt.paths, err)
 			continue
@@ -123,7 +104,28 @@ func TestRunTestsExitCodes(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d: %+v", tt.paths, rep.ExitCode(), tt.code, rep.Results)
 		}
 	}
-	if _, err := RunTests(context.Background(), []string{t.TempDir()}, TestOptions{}); err == nil {
+	if _, err := Run(context.Background(), []string{t.TempDir()}, Options{}); err == nil {
 		t.Error("a directory without test files must be an error")
 	}
+}
+
+// FuzzParseTestData: policy test files never panic the parser, and every
+// error names the file.
+func FuzzParseTestData(f *testing.F) {
+	f.Add([]byte("policy: default\ncases:\n  - {name: a, input: hi, expect: {action: allow, level: none, detectors: []}}\n"))
+	f.Add([]byte("policy: p.yaml\ncases:\n  - name: b\n    file: x.txt\n    tokens: 12\n    expect: {action: block, over_capacity: true}\n"))
+	f.Add([]byte("cases: 3\n"))
+	f.Add([]byte("policy: [1]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tf, err := parseTestData(data, "fuzz_test.yaml")
+		if err != nil {
+			if !strings.Contains(err.Error(), "fuzz_test.yaml") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if tf.Policy == "" || len(tf.Cases) == 0 {
+			t.Fatalf("accepted a test file without policy or cases: %+v", tf)
+		}
+	})
 }

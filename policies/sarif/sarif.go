@@ -1,4 +1,10 @@
-package policies
+// Package sarif writes scan findings as SARIF 2.1.0, the format GitHub code
+// scanning reads: a rule per detector (with the policy's level when a
+// policy is given), results with file, line and column spans, and never a
+// value, not even a masked preview. A finding's keyed hash is published as
+// a partial fingerprint only when asked (Options.Fingerprints), since a
+// hash under a known key would let a reader confirm a guessed value.
+package sarif
 
 import (
 	"cmp"
@@ -10,10 +16,11 @@ import (
 	"strings"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
 )
 
-// SARIFFile is one scanned file for WriteSARIF.
-type SARIFFile struct {
+// File is one scanned file for Write.
+type File struct {
 	// Path is the file's path relative to the repository root; it is
 	// written with forward slashes.
 	Path string
@@ -21,15 +28,15 @@ type SARIFFile struct {
 	Findings []classifiers.Finding
 }
 
-// SARIFOptions configures WriteSARIF.
-type SARIFOptions struct {
+// Options configures Write.
+type Options struct {
 	// ToolVersion is the aishield version written as the driver version.
 	ToolVersion string
 	// Policy, when set, gives each finding its level; Destination, when
 	// also set, makes findings the destination may not receive errors and
 	// the rest notes.
-	Policy      *Policy
-	Destination *Destination
+	Policy      *policies.Policy
+	Destination *policies.Destination
 	// Fingerprints publishes each finding's keyed hash as a partial
 	// fingerprint, so code scanning tracks a value across runs. Set it only
 	// when the hashes are keyed by a secret: with a known key, a reader of
@@ -104,17 +111,17 @@ type (
 	}
 )
 
-// SARIFFingerprintKey is the partialFingerprints key under which each
+// FingerprintKey is the partialFingerprints key under which each
 // result carries its finding's keyed hash. Hashes are stable across runs only
 // when the scanner's hash key is.
-const SARIFFingerprintKey = "aishieldValueHash/v1"
+const FingerprintKey = "aishieldValueHash/v1"
 
 // WriteSARIF writes a SARIF 2.1.0 log of files' findings that GitHub code
 // scanning accepts: one rule per detector found, one result per finding
 // with its location (line, column in code points, end line) and the
 // finding's keyed hash as partial fingerprint. No value, not even a masked
 // preview, is written. Output is deterministic for equal input.
-func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
+func Write(w io.Writer, files []File, opts Options) error {
 	descs := map[string]classifiers.DetectorInfo{}
 	for _, b := range classifiers.Builtins() {
 		descs[b.ID] = b
@@ -125,7 +132,7 @@ func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
 		}
 	}
 	sorted := slices.Clone(files)
-	slices.SortStableFunc(sorted, func(a, b SARIFFile) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(sorted, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 
 	ruleIndex := map[string]int{}
 	var ids []string
@@ -184,7 +191,7 @@ func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
 				}}},
 			}
 			if opts.Fingerprints && fd.Hash != "" {
-				r.PartialFingerprints = map[string]string{SARIFFingerprintKey: fd.Hash}
+				r.PartialFingerprints = map[string]string{FingerprintKey: fd.Hash}
 			}
 			results = append(results, r)
 		}
@@ -208,7 +215,7 @@ func WriteSARIF(w io.Writer, files []SARIFFile, opts SARIFOptions) error {
 }
 
 // sarifLevel gives a detector's SARIF level and GitHub security severity.
-func sarifLevel(opts SARIFOptions, id string, cat classifiers.Category) (level, severity string) {
+func sarifLevel(opts Options, id string, cat classifiers.Category) (level, severity string) {
 	p := opts.Policy
 	if p == nil {
 		switch cat {
@@ -225,7 +232,7 @@ func sarifLevel(opts SARIFOptions, id string, cat classifiers.Category) (level, 
 		sev = fmt.Sprintf("%.1f", 1+8*float64(max(rank, 0))/float64(n-1))
 	}
 	if d := opts.Destination; d != nil {
-		if p.ActionFor(d, id) != ActionAllow {
+		if p.ActionFor(d, id) != policies.ActionAllow {
 			return "error", sev
 		}
 		return "note", sev
@@ -239,7 +246,7 @@ func sarifLevel(opts SARIFOptions, id string, cat classifiers.Category) (level, 
 	return "note", sev
 }
 
-func sarifMessage(opts SARIFOptions, fd classifiers.Finding) string {
+func sarifMessage(opts Options, fd classifiers.Finding) string {
 	p := opts.Policy
 	if p == nil {
 		return fmt.Sprintf("%s: %s value found (confidence %.2f); the value is not reproduced here.", fd.Detector, fd.Category, fd.Confidence)
@@ -247,7 +254,7 @@ func sarifMessage(opts SARIFOptions, fd classifiers.Finding) string {
 	level, _, _ := p.LevelOf(fd.Detector)
 	if d := opts.Destination; d != nil {
 		switch a := p.ActionFor(d, fd.Detector); a {
-		case ActionAllow:
+		case policies.ActionAllow:
 			return fmt.Sprintf("%s (%s) may be sent to %s (max level %s).", fd.Detector, level, d.Name, d.MaxLevel)
 		default:
 			return fmt.Sprintf("%s (%s) may not be sent to %s (max level %s): %s.", fd.Detector, level, d.Name, d.MaxLevel, a)

@@ -1,4 +1,4 @@
-package policies
+package sarif
 
 import (
 	"bytes"
@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/aishield/aishield/internal/golden"
+	"github.com/aishield/aishield/policies"
 )
 
 // sarifFixture scans real text with the default preset and a fixed key.
-func sarifFixture(t *testing.T) ([]SARIFFile, *Policy, []string) {
+func sarifFixture(t *testing.T) ([]File, *policies.Policy, []string) {
 	t.Helper()
-	p, err := Preset("default")
+	p, err := policies.Preset("default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,13 +28,13 @@ func sarifFixture(t *testing.T) ([]SARIFFile, *Policy, []string) {
 		"README.md":        "Nothing to see here.\n",
 	}
 	raw := []string{"jane.doe", "S3cr3tP4ss", "AKIAZ3MSJV4WWNKQ7UXM", "12 34 56"}
-	var files []SARIFFile
+	var files []File
 	for _, path := range []string{"docs/contract.md", "deploy/env.sh", "README.md"} {
 		fs, err := s.ScanString(context.Background(), inputs[path])
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, SARIFFile{Path: path, Findings: fs})
+		files = append(files, File{Path: path, Findings: fs})
 	}
 	return files, p, raw
 }
@@ -42,17 +45,17 @@ func TestWriteSARIFGolden(t *testing.T) {
 	openai, _ := p.Destination("openai")
 	for _, tt := range []struct {
 		name string
-		opts SARIFOptions
+		opts Options
 	}{
-		{"sarif_plain.golden", SARIFOptions{ToolVersion: "v0.0.0-test", Fingerprints: true}},
-		{"sarif_destination.golden", SARIFOptions{ToolVersion: "v0.0.0-test", Policy: p, Destination: openai, Fingerprints: true}},
+		{"sarif_plain.golden", Options{ToolVersion: "v0.0.0-test", Fingerprints: true}},
+		{"sarif_destination.golden", Options{ToolVersion: "v0.0.0-test", Policy: p, Destination: openai, Fingerprints: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			if err := WriteSARIF(&buf, files, tt.opts); err != nil {
+			if err := Write(&buf, files, tt.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tt.name, buf.Bytes())
+			golden.Check(t, tt.name, buf.Bytes())
 			for _, r := range raw {
 				if strings.Contains(buf.String(), r) {
 					t.Errorf("raw value %q in SARIF output", r)
@@ -114,7 +117,7 @@ func checkSARIF(t *testing.T, data []byte) {
 		default:
 			t.Errorf("bad level %q", r.Level)
 		}
-		if r.Message.Text == "" || len(r.Locations) != 1 || r.PartialFingerprints[SARIFFingerprintKey] == "" {
+		if r.Message.Text == "" || len(r.Locations) != 1 || r.PartialFingerprints[FingerprintKey] == "" {
 			t.Errorf("incomplete result %+v", r)
 		}
 		reg := r.Locations[0].PhysicalLocation.Region
@@ -132,7 +135,7 @@ func checkSARIF(t *testing.T, data []byte) {
 func TestWriteSARIFEmpty(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
-	if err := WriteSARIF(&buf, nil, SARIFOptions{}); err != nil {
+	if err := Write(&buf, nil, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(buf.String(), `"results": []`) || !strings.Contains(buf.String(), `"rules": []`) {

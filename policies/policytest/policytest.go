@@ -1,10 +1,17 @@
-package policies
+// Package policytest runs policy test files, as opa test runs Rego tests:
+// YAML files named *_test.yaml hold cases (an input or a document, the
+// destination, and the expected action, level, detectors and capacity
+// verdict), each evaluated exactly as the guard evaluates a request
+// (policies.Evaluator: capacity first, then classification and the
+// decision). Reports are plain values with JSON and pretty renderings and
+// opa's exit codes (0 every case passed, 1 a file or case could not run, 2
+// a case failed).
+package policytest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,10 +21,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-viper/mapstructure/v2"
-	"github.com/spf13/viper"
-
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
 )
 
 // A policy test file is YAML:
@@ -55,8 +60,8 @@ type rawExpect struct {
 	OverCapacity *bool    `mapstructure:"over_capacity"`
 }
 
-// TestOptions configures RunTests.
-type TestOptions struct {
+// Options configures RunTests.
+type Options struct {
 	// HashKey keys the findings' hashes; nil uses a fixed key (test
 	// reports carry no hashes).
 	HashKey []byte
@@ -64,14 +69,14 @@ type TestOptions struct {
 
 // Test statuses.
 const (
-	TestPass  = "pass"
-	TestFail  = "fail"
-	TestError = "error"
+	Pass  = "pass"
+	Fail  = "fail"
+	Error = "error"
 )
 
-// TestResult is the outcome of one test case (or of a test file that could
+// Result is the outcome of one test case (or of a test file that could
 // not run, with an empty Name).
-type TestResult struct {
+type Result struct {
 	File        string   `json:"file"`
 	Name        string   `json:"name"`
 	Destination string   `json:"destination,omitempty"`
@@ -84,25 +89,25 @@ type TestResult struct {
 
 // Outcome is what a case decided, or expects.
 type Outcome struct {
-	Action       Action   `json:"action,omitempty"`
-	Level        *string  `json:"level,omitempty"`
-	Detectors    []string `json:"detectors,omitempty"`
-	OverCapacity *bool    `json:"over_capacity,omitempty"`
+	Action       policies.Action `json:"action,omitempty"`
+	Level        *string         `json:"level,omitempty"`
+	Detectors    []string        `json:"detectors,omitempty"`
+	OverCapacity *bool           `json:"over_capacity,omitempty"`
 }
 
-// TestReport holds the results of RunTests in a deterministic order: files
+// Report holds the results of RunTests in a deterministic order: files
 // sorted by path, cases in file order. It is a plain value: its methods
 // only read it and may run concurrently.
-type TestReport struct {
-	Results []TestResult `json:"results"`
-	Pass    int          `json:"pass"`
-	Fail    int          `json:"fail"`
-	Error   int          `json:"error"`
+type Report struct {
+	Results []Result `json:"results"`
+	Pass    int      `json:"pass"`
+	Fail    int      `json:"fail"`
+	Error   int      `json:"error"`
 }
 
 // ExitCode follows `opa test`: 0 when every case passes, 1 when any case or
 // file had an error, else 2 when any case failed.
-func (r *TestReport) ExitCode() int {
+func (r *Report) ExitCode() int {
 	switch {
 	case r.Error > 0:
 		return 1
@@ -113,7 +118,7 @@ func (r *TestReport) ExitCode() int {
 }
 
 // WriteJSON writes the report as one indented JSON document.
-func (r *TestReport) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
@@ -121,11 +126,11 @@ func (r *TestReport) WriteJSON(w io.Writer) error {
 
 // WritePretty writes a human report: every case when verbose, else only
 // failures and errors, then the totals.
-func (r *TestReport) WritePretty(w io.Writer, verbose bool) error {
+func (r *Report) WritePretty(w io.Writer, verbose bool) error {
 	var b bytes.Buffer
 	file := ""
 	for _, res := range r.Results {
-		if !verbose && res.Status == TestPass {
+		if !verbose && res.Status == Pass {
 			continue
 		}
 		if res.File != file {
@@ -166,7 +171,7 @@ func IsTestFile(name string) bool {
 // their name, directories are walked for files IsTestFile accepts. Problems
 // with a file or a case are reported in the report as errors; RunTests
 // itself fails only when ctx is done or there is no test file at all.
-func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestReport, error) {
+func Run(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
@@ -174,11 +179,11 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 		opts.HashKey = []byte("aishield policy test")
 	}
 	var files []string
-	rep := &TestReport{Results: []TestResult{}}
+	rep := &Report{Results: []Result{}}
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			rep.add(TestResult{File: p, Status: TestError, Messages: []string{err.Error()}})
+			rep.add(Result{File: p, Status: Error, Messages: []string{err.Error()}})
 			continue
 		}
 		if !st.IsDir() {
@@ -198,7 +203,7 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 			return nil
 		})
 		if err != nil {
-			rep.add(TestResult{File: p, Status: TestError, Messages: []string{err.Error()}})
+			rep.add(Result{File: p, Status: Error, Messages: []string{err.Error()}})
 		}
 	}
 	slices.Sort(files)
@@ -215,11 +220,11 @@ func RunTests(ctx context.Context, paths []string, opts TestOptions) (*TestRepor
 	return rep, nil
 }
 
-func (r *TestReport) add(res TestResult) {
+func (r *Report) add(res Result) {
 	switch res.Status {
-	case TestPass:
+	case Pass:
 		r.Pass++
-	case TestFail:
+	case Fail:
 		r.Fail++
 	default:
 		r.Error++
@@ -241,34 +246,11 @@ func parseTestData(data []byte, path string) (tf rawTestFile, err error) {
 	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
 		return tf, fmt.Errorf("%s: not valid UTF-8 text", path)
 	}
-	if len(data) > 16*MaxPolicySize {
-		return tf, fmt.Errorf("%s: test file larger than %d bytes", path, 16*MaxPolicySize)
+	if len(data) > 16*policies.MaxPolicySize {
+		return tf, fmt.Errorf("%s: test file larger than %d bytes", path, 16*policies.MaxPolicySize)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: the YAML parser failed on this input", path)
-		}
-	}()
-	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-		return tf, fmt.Errorf("%s: %w", path, err)
-	}
-	var md mapstructure.Metadata
-	if err := v.Unmarshal(&tf, func(dc *mapstructure.DecoderConfig) {
-		dc.Metadata = &md
-		dc.WeaklyTypedInput = false
-		dc.DecodeHook = wholeNumbers
-	}); err != nil {
-		var msgs []string
-		for _, p := range decodeProblems(path, err) {
-			msgs = append(msgs, p.Error())
-		}
-		return tf, errors.New(strings.Join(msgs, "; "))
-	}
-	if len(md.Unused) > 0 {
-		slices.Sort(md.Unused)
-		return tf, fmt.Errorf("%s: unknown fields: %s", path, strings.Join(md.Unused, ", "))
+	if err := policies.DecodeYAML(data, path, &tf); err != nil {
+		return tf, err
 	}
 	if tf.Policy == "" {
 		return tf, fmt.Errorf("%s: policy: required (a preset name or a policy file relative to the test file)", path)
@@ -279,9 +261,9 @@ func parseTestData(data []byte, path string) (tf rawTestFile, err error) {
 	return tf, nil
 }
 
-func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestReport) {
+func runTestFile(ctx context.Context, path string, opts Options, rep *Report) {
 	fail := func(err error) {
-		rep.add(TestResult{File: path, Status: TestError, Messages: []string{err.Error()}})
+		rep.add(Result{File: path, Status: Error, Messages: []string{err.Error()}})
 	}
 	tf, err := parseTestFile(path)
 	if err != nil {
@@ -290,10 +272,10 @@ func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestRe
 	}
 	dir := filepath.Dir(path)
 	ref := tf.Policy
-	if !slices.Contains(Presets(), ref) && !filepath.IsAbs(ref) {
+	if !slices.Contains(policies.Presets(), ref) && !filepath.IsAbs(ref) {
 		ref = filepath.Join(dir, ref)
 	}
-	p, err := LoadRef(ref)
+	p, err := policies.LoadRef(ref)
 	if err != nil {
 		fail(err)
 		return
@@ -303,7 +285,7 @@ func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestRe
 		fail(fmt.Errorf("policy %s: %w", p.Source, err))
 		return
 	}
-	ev, err := NewEvaluator(p, EvaluatorOptions{Classifier: sc})
+	ev, err := policies.NewEvaluator(p, policies.EvaluatorOptions{Classifier: sc})
 	if err != nil {
 		fail(fmt.Errorf("policy %s: %w", p.Source, err))
 		return
@@ -316,23 +298,23 @@ func runTestFile(ctx context.Context, path string, opts TestOptions, rep *TestRe
 	}
 }
 
-func runCase(ctx context.Context, ev *Evaluator, sc *classifiers.Scanner, dir, file string, i int, c rawTestCase) TestResult {
+func runCase(ctx context.Context, ev *policies.Evaluator, sc *classifiers.Scanner, dir, file string, i int, c rawTestCase) Result {
 	p := ev.Policy()
-	res := TestResult{File: file, Name: c.Name, Destination: c.Destination}
+	res := Result{File: file, Name: c.Name, Destination: c.Destination}
 	if res.Name == "" {
 		res.Name = fmt.Sprintf("cases[%d]", i)
 	}
 	if res.Destination == "" {
 		res.Destination = "default"
 	}
-	errorf := func(format string, args ...any) TestResult {
-		res.Status = TestError
+	errorf := func(format string, args ...any) Result {
+		res.Status = Error
 		res.Messages = append(res.Messages, fmt.Sprintf(format, args...))
 		return res
 	}
-	want := &Outcome{Action: Action(c.Expect.Action), Level: c.Expect.Level, Detectors: c.Expect.Detectors, OverCapacity: c.Expect.OverCapacity}
+	want := &Outcome{Action: policies.Action(c.Expect.Action), Level: c.Expect.Level, Detectors: c.Expect.Detectors, OverCapacity: c.Expect.OverCapacity}
 	switch want.Action {
-	case ActionAllow, ActionRedact, ActionBlock:
+	case policies.ActionAllow, policies.ActionRedact, policies.ActionBlock:
 	case "":
 		return errorf("cases[%d].expect.action: required (allow, redact or block)", i)
 	default:
@@ -347,7 +329,7 @@ func runCase(ctx context.Context, ev *Evaluator, sc *classifiers.Scanner, dir, f
 	}
 	// The same evaluation as the guard's: capacity first, then the
 	// classification and the decision.
-	in := Input{}
+	in := policies.Input{}
 	if c.Tokens != nil {
 		if *c.Tokens <= 0 {
 			return errorf("cases[%d].tokens: must be positive", i)
@@ -410,9 +392,9 @@ func runCase(ctx context.Context, ev *Evaluator, sc *classifiers.Scanner, dir, f
 	if want.OverCapacity != nil && *want.OverCapacity != over {
 		res.Messages = append(res.Messages, fmt.Sprintf("over_capacity: got %t, want %t", over, *want.OverCapacity))
 	}
-	res.Status = TestPass
+	res.Status = Pass
 	if len(res.Messages) > 0 {
-		res.Status = TestFail
+		res.Status = Fail
 		// Explain the decision, masked, so a failure can be understood.
 		for _, r := range dec.Reasons {
 			res.Messages = append(res.Messages, "reason: "+r.Message)
