@@ -2,6 +2,9 @@ package pagedcache_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,7 +12,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// TestReadmeSnippet is the Go snippet of the README's paged-cache section.
+// TestReadmeSnippet is the Go snippet of docs/pagedcache.md ("In Go tests"),
+// word for word: TestReadmeSnippetShown checks it.
 func TestReadmeSnippet(t *testing.T) {
 	ctx := context.Background()
 	ts := pagedcache.NewTestServer(t,
@@ -35,4 +39,33 @@ func TestReadmeSnippet(t *testing.T) {
 		t.Fatalf("no leak: %+v", rec)
 	}
 	// Your guard, put between client and server, must refuse or flag this response.
+}
+
+// TestReadmeSnippetShown checks that docs/pagedcache.md shows
+// TestReadmeSnippet as it is in this file, so the snippet readers copy is
+// the one the tests run.
+func TestReadmeSnippetShown(t *testing.T) {
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := regexp.MustCompile("(?ms)^func TestReadmeSnippet\\(.*?^}\n").Find(src)
+	if fn == nil {
+		t.Fatal("no TestReadmeSnippet in readme_test.go")
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "pagedcache.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## In Go tests\n")
+	if !ok {
+		t.Fatal(`docs/pagedcache.md has no "In Go tests" section`)
+	}
+	block := regexp.MustCompile("(?s)```go\n(.*?)```").FindStringSubmatch(section)
+	if block == nil {
+		t.Fatal(`docs/pagedcache.md's "In Go tests" section shows no go block`)
+	}
+	if block[1] != string(fn) {
+		t.Errorf("docs/pagedcache.md shows:\n%s\nreadme_test.go has:\n%s", block[1], fn)
+	}
 }

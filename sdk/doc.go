@@ -1,6 +1,24 @@
-// Package sdk is the aishield guard: one code path that every door (the
-// go-openai wrapper [NewClient], the [Transport] for any HTTP client, the
-// proxy and the CLI) goes through.
+// Package sdk is the aishield guard: one code path that every door goes
+// through. The doors are thin: the go-openai wrapper [NewClient], the
+// [Transport] for any HTTP client, the proxy (package sdk/proxy), the CLI
+// filter ([Guard.CheckText], behind "aishield redact") and the capture
+// checker ([Guard.Replay], behind "aishield verify").
+//
+// # Building a guard
+//
+// [New] needs only a policy:
+//
+//	g, err := sdk.New(ctx, sdk.Options{Policy: pol})
+//
+// builds the policy's scanner and the standard response verifier (package
+// sdk/verify, from the policy's inbound section, sharing the guard's scanner
+// so the request's own findings serve as its own values): every response is
+// verified by default. [Options.NoVerify] turns verification off explicitly
+// (responses are then checked only for placeholders the exchange did not
+// mint, and the audit record's checks say so); [Options.Verifier] replaces
+// the verifier; [Options.Store] is where it remembers recent exchanges (in
+// memory by default; a fingerprint.RedisStore shares them between
+// processes, which must then share [Options.Key] and [Options.CanaryKey]).
 //
 // # Outbound
 //
@@ -9,17 +27,26 @@
 // results, legacy function calls; completions prompts; responses-API
 // instructions and input items; embeddings inputs; Anthropic system prompts,
 // content blocks, tool_use inputs and tool_results; every string of an
-// unknown JSON body), counts its tokens, classifies the texts with the
-// policy's scanner and applies the policy's decision for the destination:
+// unknown JSON body) and evaluates them with the policy's
+// policies.Evaluator, the same evaluation "aishield policy test" and
+// "aishield scan --destination" run:
 //
-//   - a request above the destination's max_input_tokens is refused before
-//     anything else (the token count brackets the real count in one linear
-//     pass and tokenizes exactly only when the limit falls in the bracket);
-//   - block returns *[BlockedError] with masked reasons; nothing is sent;
+//   - capacity first: a request above the destination's max_input_tokens is
+//     refused before anything else, unclassified (the token count brackets
+//     the real count in one linear pass and tokenizes exactly only when the
+//     limit falls in the bracket);
+//   - then classification and the decision: block returns *[BlockedError]
+//     with masked reasons, and nothing is sent;
 //   - redact replaces each value by a placeholder such as
 //     "[[PII_EMAIL_3f9a1c2b]]", derived with HMAC-SHA256 from a secret drawn
 //     for this exchange alone: unguessable, the same value always the same
-//     placeholder within the request, never the same across requests.
+//     placeholder within the request, never the same across requests. The
+//     exchange's [Vault] maps them back.
+//
+// When the policy asks for canaries, the verifier's canary is placed after
+// the last part of the request a provider can cache, so that prefix caching
+// keeps working: a trailing system message for chat, a trailing user turn
+// for Anthropic messages, the end of the input for the responses API.
 //
 // # Inbound
 //
@@ -32,7 +59,10 @@
 // placeholder's identity: a placeholder of this exchange whose label the
 // model mangled ("[[PIPII_EMAIL_3f9a1c2b]]") is restored, one whose tag the
 // model spliced from two of this exchange's tags is left in place without
-// a signal, and only a tag this exchange never minted is foreign.
+// a signal, and only a tag this exchange never minted is foreign. A
+// placeholder cut by max_tokens or by the end of a stream is never
+// delivered half, and the exchange's own canary line is stripped from the
+// answer.
 //
 // Error responses (any non-2xx status) are the provider's, not model
 // output: they are delivered as they came, without restoring placeholders
@@ -48,19 +78,21 @@
 // a prompt count under [TightUsageRatio] of the exact local count of the
 // prompt as sent is inbound.usage_mismatch: a silently truncated prompt.
 //
-// Streams are restored with a hold-back window
-// (a placeholder split across events is completed before release), and each
-// event is released only once the verifier vouches for its text; on a
-// blocking signal the stream is cut and reading it returns
-// *[ContaminationError].
+// Streams are restored with a hold-back window (a placeholder split across
+// events is completed before release), and each event is released only
+// once the verifier vouches for its text; on a blocking signal the stream
+// is cut and reading it returns *[ContaminationError]. Each exchange ends
+// with a [Verdict] (clean, flagged, contaminated, unverified, error,
+// not_sent).
 //
 // # Failing closed
 //
 // A failure of the guard itself (a classifier timeout or panic, an
-// unparsable body or stream, a verifier error) returns *[GuardError] and
-// nothing is sent or delivered, unless the policy says failure_mode: open,
-// in which case the exchange goes through unchecked and the audit trail
-// says so.
+// unparsable body or stream, a verifier error) returns *[GuardError], whose
+// [Stage] says where, and nothing is sent or delivered, unless the policy
+// says failure_mode: open, in which case the exchange goes through
+// unchecked and the audit trail says so. A body over a door's limit wraps
+// [ErrTooLarge].
 //
 // # Inbound seam
 //
@@ -74,21 +106,25 @@
 // classifiers, so that sdk/verify implements the interface without
 // importing sdk. When the verifier also implements inbound.CanaryMinter and
 // the policy asks for canaries, the guard places the minted canary in the
-// request as system text. Signals are acted on by the guard per the policy
+// request. Signals are acted on by the guard per the policy
 // (policies.Inbound.Action): block refuses the response with a
 // *[ContaminationError], flag records the signal in the audit trail, off
 // ignores it.
 //
 // # Audit
 //
-// With Options.Audit (or Options.AuditLog) every exchange leaves one JSON
-// line ([AuditRecord]: time, exchange ID, destination, model, token count,
-// decision, counts per detector, verdict and signal counts; never a value),
-// each carrying the SHA-256 of the line before ([ReadAudit] checks the
-// chain; `aishield audit verify|query` use it).
+// Every exchange leaves one [AuditRecord] (time, exchange ID, destination,
+// model, token count, decision, counts per detector, verdict, the inbound
+// checks that ran and signal counts; never a value), handed to
+// [Options.OnRecord] and appended, when there is a trail, as one JSON line
+// carrying the SHA-256 of the line before ([ReadAudit] checks the chain;
+// "aishield audit verify|query" use it). The trail is [Options.Audit] (a new
+// chain), [Options.AuditLog], or the file of the policy's audit section,
+// which [New] opens continuing its chain and [Guard.Close] closes.
 //
 // Guard, Transport, Client and AuditLog are safe for concurrent use; an
-// Exchange belongs to one request and is used from one goroutine at a time.
+// Exchange belongs to one request and is used from one goroutine at a time,
+// and so is a Vault.
 package sdk
 
 import "github.com/aishield/aishield/sdk/inbound"

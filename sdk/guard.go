@@ -285,6 +285,11 @@ type Exchange struct {
 	// sent (what the provider counts in usage.prompt_tokens).
 	tokenizer bool
 	prompt    []string
+	// replay: a captured stream is judged whole (Guard.Replay), every
+	// signal collected, instead of being cut at the first blocking one;
+	// blocked holds the blocking signals seen before its end.
+	replay  bool
+	blocked []inbound.Signal
 }
 
 // Signal is an inbound signal with the action the policy gave it.
@@ -641,7 +646,9 @@ type Capture struct {
 // Replay judges a captured exchange exactly as the guard judges a live one:
 // the request is taken as it was sent (nothing is redacted, no canary is
 // added), and the response goes through the same restore-and-verify path
-// as Exchange.Response or Exchange.Stream, which decides. The returned
+// as Exchange.Response or Exchange.Stream, which decides. A captured stream
+// is read to its end rather than cut at the first blocking signal, so that
+// every signal it holds is reported. The returned
 // Exchange's Verdict and Signals tell the outcome; a response the guard
 // cannot read returns *GuardError. The replayed request is remembered by the
 // verifier like any other.
@@ -664,7 +671,7 @@ func (g *Guard) Replay(ctx context.Context, c Capture) (*Exchange, error) {
 	if err != nil {
 		return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
 	}
-	x.dest, x.Destination = d, d.Name
+	x.dest, x.Destination, x.replay = d, d.Name, true
 	x.Decision = policies.Decision{Action: policies.ActionAllow, Destination: d.Name}
 	texts := make([]string, len(wr.Segments))
 	for i, s := range wr.Segments {

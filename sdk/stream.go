@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/aishield/aishield/internal/sse"
@@ -15,10 +17,23 @@ import (
 
 // StreamOptions tunes Exchange.Stream.
 type StreamOptions struct {
-	// ErrorEvent, when true, ends a cut stream with an SSE error event in
-	// the provider's format before the typed error (for proxies, whose
-	// client is remote). In-process callers leave it false so that their
-	// client library surfaces the *ContaminationError itself.
+	// ErrorEvent, when true, ends every stream that does not end normally
+	// with one SSE error event in the provider's format, for a remote
+	// client (a proxy's): a stream cut for contamination
+	// (aishield_contamination) or a failure of the guard
+	// (aishield_guard_error), one whose upstream failed mid-way
+	// (upstream_error, code upstream_timeout or upstream_unavailable), and
+	// one that ended without its terminal event (upstream_error, code
+	// stream_truncated). Read then returns io.EOF, so that the response
+	// carrying the stream ends cleanly and the client reads the event. A
+	// stream the guard let through unchecked (failure_mode: open) is not
+	// judged truncated: the guard did not parse it to its end.
+	//
+	// In-process callers leave it false: Read then returns the typed error
+	// (*ContaminationError, *GuardError) or the upstream's read error, so
+	// that their client library surfaces it itself, and a stream without
+	// its terminal event ends with io.EOF (the verifier is told it was
+	// truncated).
 	ErrorEvent bool
 }
 
@@ -263,6 +278,10 @@ func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.S
 	it.textEnd = f.written
 	f.queue = append(f.queue, it)
 	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+		if f.x.replay {
+			f.x.blocked = append(f.x.blocked, blocking...) // judged whole: see Guard.Replay
+			return true
+		}
 		f.cut(f.x.contamination(blocking))
 		return false
 	}
@@ -326,7 +345,7 @@ func (f *streamFilter) closeSession() {
 		f.cutGuard(StageVerify, err)
 		return
 	}
-	if blocking := f.x.apply(sigs); len(blocking) > 0 {
+	if blocking := append(f.x.blocked, f.x.apply(sigs)...); len(blocking) > 0 {
 		f.cut(f.x.contamination(blocking))
 		return
 	}
@@ -336,30 +355,57 @@ func (f *streamFilter) closeSession() {
 }
 
 // finish handles the end of the upstream body (err is io.EOF or the read
-// error).
+// error). With StreamOptions.ErrorEvent a stream that broke or stopped
+// short ends with an error event, and Read with io.EOF.
 func (f *streamFilter) finish(err error) {
 	var se *sse.Error
 	if errors.As(err, &se) {
-		if f.failOpen(StageStream) {
-			f.release(true)
-			f.x.g.record(f.x)
-			f.err = err
+		if !f.failOpen(StageStream) {
+			f.cutGuard(StageStream, err)
 			return
 		}
-		f.cutGuard(StageStream, err)
-		return
-	}
-	if !f.closed {
+		f.release(true)
+		f.x.g.record(f.x)
+	} else if !f.closed {
 		f.closeSession()
 		if f.err != nil {
 			return
 		}
 	}
 	f.release(true)
-	f.err = err
-	if err == io.EOF && !f.sawDone {
-		f.err = io.EOF // a stream without terminal event: recorded as truncated
+	f.err = err // io.EOF without the terminal event: the verifier was told it was truncated
+	if !f.opts.ErrorEvent {
+		return
 	}
+	switch {
+	case f.sawDone:
+		// Complete: whatever broke after the terminal event took nothing.
+	case !errors.Is(err, io.EOF):
+		f.writeErrorEvent(upstreamFailure(f.x.Destination, err))
+	case !f.x.FailedOpen:
+		f.writeErrorEvent("upstream_error", "stream_truncated", fmt.Sprintf(
+			"aishield: the stream of upstream %s ended before its terminal event (truncated); the answer is incomplete", f.x.Destination))
+	}
+	f.err = io.EOF
+}
+
+// upstreamFailure describes, for an error event, an upstream that failed
+// mid-stream: a timeout (an error with Timeout() true, or a deadline), or
+// any other read failure, named without the URL it may carry.
+func upstreamFailure(dest string, err error) (typ, code, msg string) {
+	var te interface{ Timeout() bool }
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &te) && te.Timeout()) {
+		return "upstream_error", "upstream_timeout", fmt.Sprintf("aishield: upstream %s timed out mid-stream; the answer is incomplete", dest)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	s := err.Error()
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return "upstream_error", "upstream_unavailable", fmt.Sprintf("aishield: upstream %s failed mid-stream (%s); the answer is incomplete", dest, s)
 }
 
 func (f *streamFilter) failOpen(stage Stage) bool {
@@ -389,10 +435,11 @@ func (f *streamFilter) cut(err error) {
 		f.x.verdict = VerdictError
 	}
 	f.x.g.record(f.x)
-	if f.opts.ErrorEvent {
-		f.writeErrorEvent(err)
-	}
 	f.err = err
+	if f.opts.ErrorEvent {
+		f.writeErrorEvent(cutEvent(err))
+		f.err = io.EOF
+	}
 	_ = f.src.Close()
 }
 
@@ -401,18 +448,25 @@ func (f *streamFilter) cutGuard(stage Stage, err error) {
 	f.cut(&GuardError{Stage: stage, Exchange: f.x.ID, Err: err})
 }
 
-func (f *streamFilter) writeErrorEvent(err error) {
-	typ := "aishield_guard_error"
+// cutEvent describes a cut for an error event.
+func cutEvent(err error) (typ, code, msg string) {
+	typ = "aishield_guard_error"
 	var ce *ContaminationError
 	if errors.As(err, &ce) {
 		typ = "aishield_contamination"
 	}
-	msg := err.Error()
+	return typ, typ, err.Error()
+}
+
+// writeErrorEvent writes an SSE error event in the provider's format:
+// Anthropic's event: error with {"type":"error","error":{type,message}},
+// or OpenAI's data: {"error":{type,code,message}}.
+func (f *streamFilter) writeErrorEvent(typ, code, msg string) {
 	if f.x.kind == wire.KindAnthropic {
 		data, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
 		_ = f.w.Write(&sse.Event{Event: "error", Data: data, Retry: -1})
 		return
 	}
-	data, _ := json.Marshal(map[string]any{"error": map[string]any{"type": typ, "code": typ, "message": msg}})
+	data, _ := json.Marshal(map[string]any{"error": map[string]any{"type": typ, "code": code, "message": msg}})
 	_ = f.w.Write(&sse.Event{Data: data, Retry: -1})
 }

@@ -28,10 +28,12 @@ const DefaultMaxBody = 64 << 20
 // (*GuardError, failing closed), a non-streamed response that carried
 // foreign material (*ContaminationError, the response is discarded), or
 // the inner transport's error. A streamed response that turns out
-// contaminated is cut: reading its body returns *ContaminationError.
+// contaminated is cut: reading its body returns *ContaminationError (or,
+// with Stream.ErrorEvent, yields an SSE error event and then io.EOF).
 //
-// A Transport is safe for concurrent use. Its zero value is not usable: it
-// needs a Guard (RoundTrip fails closed without one).
+// A Transport is safe for concurrent use (its fields must not change once
+// it is in use). Its zero value is not usable: it needs a Guard (RoundTrip
+// fails closed without one).
 type Transport struct {
 	// Guard enforces the policy. Required.
 	Guard *Guard
@@ -40,6 +42,19 @@ type Transport struct {
 	// Provider, when set, names the provider of every request ("openai",
 	// "anthropic"); otherwise it is inferred from the body.
 	Provider string
+	// Destination, when set, names the policy destination of every request
+	// (Request.Destination): the guard decides for it instead of matching
+	// the request's URL, provider and model against the policy. It must be
+	// a destination of the guard's policy, otherwise RoundTrip fails with
+	// *GuardError (stage parse) and sends nothing. One Guard can so serve
+	// several Transports, one per destination (as the proxy does).
+	Destination string
+	// Principal, when set, names who sends each request
+	// (Request.Principal; "" falls back on the guard's Options.Principal).
+	// It is called once per RoundTrip, before anything is sent, with the
+	// caller's request, which it must not modify; it may be called
+	// concurrently.
+	Principal func(*http.Request) string
 	// Stream tunes the handling of SSE responses.
 	Stream StreamOptions
 	// MaxBody bounds the bodies the Transport buffers; 0 means
@@ -90,8 +105,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &GuardError{Stage: StageParse, Err: errors.New("sdk.Transport has no Guard")}
 	}
 	ctx := req.Context()
-	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Body: body,
-		ContentType: req.Header.Get("Content-Type")})
+	var principal string
+	if t.Principal != nil {
+		principal = t.Principal(req)
+	}
+	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Destination: t.Destination,
+		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type")})
 	if err != nil {
 		return nil, err
 	}

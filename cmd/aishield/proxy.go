@@ -15,16 +15,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/proxy"
 )
 
 func newProxyCmd() *cobra.Command {
 	var (
-		policyRef, listen, upstream, redisAddr, auditPath string
-		maxBody                                           int64
-		timeout, idle                                     time.Duration
-		quiet                                             bool
+		policyRef, listen, upstream, redisAddr, auditPath, principalHeader string
+		maxBody                                                            int64
+		timeout, idle                                                      time.Duration
+		quiet                                                              bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -39,8 +40,12 @@ Routing is chosen by the policy, never by the client (no open relay):
 
 So with --upstream openai, an application whose base URL is http://127.0.0.1:8787/v1 reaches
 https://api.openai.com/v1 through aishield. The caller's API key passes through untouched and
-is never logged. /healthz answers "ok"; /metrics serves Prometheus metrics (requests,
-decisions, blocked, redacted, contaminations, latency). With --redis, several proxies share
+is never logged. Each request is attributed to a principal in the audit trail: the value of
+the X-Aishield-Principal header (--principal-header; removed before forwarding), else a keyed
+hash of the caller's API key. --audit FILE continues the chain of the trail FILE already
+holds, so a restarted proxy keeps it intact. /healthz answers "ok"; /metrics serves
+Prometheus metrics (requests, decisions, blocked, redacted, contaminations, latency).
+With --redis, several proxies share
 their memory of recent exchanges (the cross-exchange signal) through Redis; set
 AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exchanges.`,
 		Example: `  aishield proxy --policy default --upstream openai
@@ -52,7 +57,8 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 			if err != nil {
 				return withCode(2, err)
 			}
-			opts := proxy.Options{Policy: pol, Upstream: upstream, MaxBody: maxBody, UpstreamTimeout: timeout, IdleTimeout: idle}
+			opts := proxy.Options{Policy: pol, Upstream: upstream, MaxBody: maxBody, UpstreamTimeout: timeout, IdleTimeout: idle,
+				PrincipalHeader: principalHeader}
 			if k := os.Getenv("AISHIELD_CANARY_KEY"); k != "" {
 				opts.CanaryKey = []byte(k)
 			}
@@ -71,12 +77,13 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 				opts.Store = fingerprint.NewRedisStore(rc, fingerprint.RedisOptions{})
 			}
 			if auditPath != "" {
-				f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+				// Continue the trail's chain: a restarted proxy appends to it.
+				auditLog, f, err := sdk.OpenAuditLog(auditPath)
 				if err != nil {
-					return withCode(2, err)
+					return withCode(2, fmt.Errorf("--audit %s: %w", auditPath, err))
 				}
 				defer f.Close()
-				opts.Audit = f
+				opts.AuditLog = auditLog
 			}
 			p, err := proxy.New(ctx, opts)
 			if err != nil {
@@ -95,7 +102,8 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (keep it on loopback unless you mean it)")
 	f.StringVar(&upstream, "upstream", "", "destination of requests outside /d/{destination}/")
 	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through the Redis server at ADDR")
-	f.StringVar(&auditPath, "audit", "", "append the audit trail (hash-chained JSON lines) to FILE")
+	f.StringVar(&auditPath, "audit", "", "append the audit trail (hash-chained JSON lines) to FILE, continuing its chain")
+	f.StringVar(&principalHeader, "principal-header", proxy.DefaultPrincipalHeader, "request header naming the principal (else a keyed hash of the caller's API key); removed before forwarding")
 	f.Int64Var(&maxBody, "max-body", proxy.DefaultMaxBody, "largest request (and non-streamed response) body in bytes")
 	f.DurationVar(&timeout, "upstream-timeout", proxy.DefaultUpstreamTimeout, "wait at most this long for the upstream's response headers")
 	f.DurationVar(&idle, "idle-timeout", proxy.DefaultIdleTimeout, "cut an upstream body silent for this long")

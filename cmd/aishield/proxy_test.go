@@ -171,3 +171,65 @@ inbound:
 		t.Fatalf("B through proxy 2: %d %s; want 502 naming inbound.cross_exchange", code, body)
 	}
 }
+
+// TestProxyAuditRestartCLI runs `aishield proxy --audit FILE` twice on the
+// same file, a request through each, and `aishield audit verify FILE`
+// finds the chain intact: the restarted proxy continues the trail (it used
+// to start a new chain, which read as tampered: "line 2: prev does not
+// match"). The caller's key is in no line.
+func TestProxyAuditRestartCLI(t *testing.T) {
+	ts := pagedcache.NewTestServer(t)
+	dir := t.TempDir()
+	pol, audit := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.jsonl")
+	if err := os.WriteFile(pol, []byte("name: t\nlevels: [public, internal, confidential, restricted]\ndestinations:\n  - name: local\n    base_url: "+ts.URL+"\n    max_level: internal\n    action: redact\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		listen := freeAddr(t)
+		done := make(chan int, 1)
+		var out bytes.Buffer
+		go func() {
+			done <- run(ctx, []string{"proxy", "--policy", pol, "--upstream", "local", "--listen", listen, "--audit", audit, "--quiet"},
+				strings.NewReader(""), &out, &out)
+		}()
+		url := "http://" + listen
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if resp, err := http.Get(url + "/healthz"); err == nil {
+				resp.Body.Close()
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("proxy %d did not start: %v", i, err)
+			}
+		}
+		req, _ := http.NewRequest("POST", url+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hello, what is the weekly schedule?"}]}`))
+		req.Header.Set("Authorization", "Bearer sk-restart-secret-key")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("proxy %d: status %d", i, resp.StatusCode)
+		}
+		cancel()
+		if code := <-done; code != 0 {
+			t.Fatalf("aishield proxy %d exited %d: %s", i, code, out.String())
+		}
+	}
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"audit", "verify", audit}, strings.NewReader(""), &out, &out); code != 0 ||
+		!strings.Contains(out.String(), "2 lines, chain intact") {
+		t.Fatalf("aishield audit verify: exit %d: %s", code, out.String())
+	}
+	data, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "sk-restart") || !strings.Contains(string(data), `"principal":"key:`) {
+		t.Errorf("audit trail: want the hashed principal, never the key: %s", data)
+	}
+}

@@ -13,6 +13,13 @@ import (
 // forget an exchange once its TTL has passed. The holder lists they return
 // may be truncated (see [Holders]); the counts are what tells boilerplate
 // (fingerprints held by many exchanges) from foreign material.
+//
+// Exchange names are opaque to a store: a caller may record several
+// holders for one exchange. Package sdk/verify records an exchange's
+// request and its answer under two names derived from the exchange ID
+// (carrying the side and a keyed tag of the exchange's principal), so that
+// a lookup tells, for each holder, where the material was and whose it
+// was, without a second key per fingerprint.
 type Store interface {
 	// Record remembers that exchange holds hashes, until ttl from now.
 	// Recording the same exchange again adds hashes and renews its TTL.

@@ -270,8 +270,13 @@ func TestProxyAnthropicMessages(t *testing.T) {
 					option.WithRequestTimeout(30*time.Second))
 				ctx := context.Background()
 				if tt.prior != "" {
+					// Another team behind the same proxy, with the same
+					// provider key: the material of its exchange is not
+					// this caller's own.
+					other := anthropic.NewClient(option.WithBaseURL(hs.URL), option.WithAPIKey(apiKey), option.WithMaxRetries(0),
+						option.WithRequestTimeout(30*time.Second), option.WithHeader(DefaultPrincipalHeader, "another-team"))
 					up.setAnswer(func(string) string { return "Noted." })
-					if _, err := claude(ctx, c, tt.prior, false); err != nil {
+					if _, err := claude(ctx, other, tt.prior, false); err != nil {
 						t.Fatalf("prior request: %v", err)
 					}
 					i := strings.Index(up.last(), verify.CanaryPrefix)

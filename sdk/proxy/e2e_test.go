@@ -130,24 +130,6 @@ func faultRun(t *testing.T, fault pagedcache.Fault, seed uint64) {
 		fault, seed, blocked, rejected, caught, truncated, delivered, clean)
 }
 
-func containsAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if len(x) > 0 && len(s) >= len(x) && indexOf(s, x) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}
-
 // TestProxyLoad holds 16 concurrent go-openai clients (plain and streaming)
 // through the proxy in front of the paged-cache server with the incident's
 // fault on, for a bounded number of requests: no errors, and no answer
@@ -210,13 +192,24 @@ func TestProxyLoad(t *testing.T) {
 	t.Logf("%d clients x %d requests: %d errors, %d leaks", clients, perClient, errs.Load(), leaks.Load())
 }
 
-// prose is n words of seeded, clean text, different for every seed.
+// prose is n words of real documentation (the Go distribution's, as
+// traffic.GoDocuments reads it), from a seeded place: clean text whose
+// vocabulary and phrasing are those people send, different for every seed.
 func prose(seed uint64, n int) string {
-	words := strings.Fields("the a schedule comfort mode eco morning evening weekly thermostat room heat window door sensor battery screen menu period day night change keep open close set start stop warm cold quiet quick simple light")
+	words := proseWords()
 	r := rand.New(rand.NewPCG(seed, 99))
+	start := r.IntN(len(words))
 	out := make([]string, n)
 	for i := range out {
-		out[i] = words[r.IntN(len(words))]
+		out[i] = words[(start+i)%len(words)]
 	}
 	return strings.Join(out, " ")
 }
+
+var proseWords = sync.OnceValue(func() []string {
+	var words []string
+	for _, d := range traffic.GoDocuments() {
+		words = append(words, strings.Fields(d)...)
+	}
+	return words
+})

@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -10,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
 
@@ -18,7 +17,8 @@ import (
 var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 // metrics are the proxy's counters, written by hand in the Prometheus text
-// exposition format. Safe for concurrent use.
+// exposition format: HTTP requests counted by the handler, the rest fed by
+// the guard's audit records. Safe for concurrent use.
 type metrics struct {
 	mu            sync.Mutex
 	requests      map[[2]string]uint64 // destination, HTTP status class+code
@@ -61,13 +61,13 @@ func (m *metrics) done(dest string, status int, d time.Duration) {
 	m.latencyN++
 }
 
-// audit takes one audit record of the guard.
-func (m *metrics) audit(rec *sdk.AuditRecord) {
+// record takes one audit record of the guard (sdk.Options.OnRecord).
+func (m *metrics) record(rec sdk.AuditRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := rec.Destination
 	m.decisions[[2]string{d, rec.Decision}]++
-	if rec.Decision == "block" {
+	if rec.Decision == string(policies.ActionBlock) {
 		why := "content"
 		if rec.OverCapacity {
 			why = "capacity"
@@ -78,35 +78,12 @@ func (m *metrics) audit(rec *sdk.AuditRecord) {
 	if rec.Verdict != "" {
 		m.verdicts[[2]string{d, string(rec.Verdict)}]++
 	}
-	if rec.Verdict == "contaminated" {
+	if rec.Verdict == sdk.VerdictContaminated {
 		m.contaminated[d]++
 	}
 	for id, n := range rec.Signals {
 		m.signals[id] += uint64(n)
 	}
-}
-
-// auditSink is the io.Writer the guard's audit log writes to: every line
-// feeds the metrics, then goes on to the audit file when there is one.
-type auditSink struct {
-	m    *metrics
-	next io.Writer
-}
-
-func (s *auditSink) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(p, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var rec sdk.AuditRecord
-		if json.Unmarshal(line, &rec) == nil {
-			s.m.audit(&rec)
-		}
-	}
-	if s.next != nil {
-		return s.next.Write(p)
-	}
-	return len(p), nil
 }
 
 func label(s string) string {

@@ -3,6 +3,13 @@
 // goes through the guard of package sdk, so that applications change only
 // their base URL.
 //
+// A Proxy is a thin door: an httputil.ReverseProxy per reachable
+// destination whose transport is an sdk.Transport of one sdk.Guard shared
+// by all of them (one policy, one classifier and verifier, one audit
+// trail). The guard checks, redacts, blocks and verifies; ReverseProxy
+// handles hop-by-hop headers and flushing; the proxy routes, names the
+// principal and renders errors in the API's format.
+//
 // # Routing (no open relay)
 //
 // The upstream is always chosen by the policy, never by the client:
@@ -15,10 +22,31 @@
 //     set: a client whose base URL is http://127.0.0.1:8787/v1 reaches
 //     {base_url}/v1/... of that destination.
 //
-// Destinations without a base_url (or with a scheme other than http and
-// https) cannot be reached. Absolute-form and CONNECT requests are refused.
+// The guard decides for the destination of the route, whatever the
+// request's model or provider. Destinations without a base_url (or with a
+// scheme other than http and https) cannot be reached. Absolute-form and
+// CONNECT requests are refused, and protocol upgrades are not forwarded.
+// /healthz answers "ok"; /metrics serves Prometheus metrics, fed by the
+// guard's audit records (sdk.Options.OnRecord).
+//
 // The caller's credentials (Authorization, x-api-key, ...) pass through to
-// the upstream untouched and are never logged.
+// the upstream untouched and are never logged. Forwarded and X-Forwarded-*
+// headers are not passed on: the upstream does not learn the caller's
+// address.
+//
+// # Principals
+//
+// Every request is attributed to a principal, which the audit trail
+// records and the verifier uses to tell a caller's own material from
+// foreign material: the value of the X-Aishield-Principal header
+// (Options.PrincipalHeader) when present, which is removed before
+// forwarding; otherwise a keyed hash of the caller's credential (the
+// Authorization bearer token, or x-api-key), "key:" and 32 hex digits,
+// the same for every proxy sharing Options.CanaryKey; never the credential
+// itself. The header is
+// trusted: a client that may set it may claim another principal, whose
+// material then no longer counts as foreign to it, so the proxy belongs
+// behind the organisation's own applications.
 //
 // # Errors
 //
@@ -26,47 +54,64 @@
 // {"error":{...}} or Anthropic's {"type":"error","error":{...}}, chosen by
 // the path): a blocked request (403, or 400 when over the destination's KV
 // capacity), a contaminated response (502), a failure of the guard (500, or
-// 400 for an unparsable body), an oversized body (413), an upstream that
-// times out (504), cannot be reached or resets (502), or answers 5xx (its
-// status, with a clear message). The proxy's own refusals carry
-// X-Should-Retry: false. The upstream's own errors below 500 (a 400
+// 400 for an unparsable body), an oversized request body (413) or response
+// body (502, response_too_large), an upstream that times out (504), cannot
+// be reached or resets (502), or answers 5xx (its status, with a clear
+// message). Errors are told apart by type (sdk.BlockedError,
+// sdk.ContaminationError, sdk.GuardError and its stage, sdk.ErrTooLarge),
+// never by their text. The proxy's own refusals carry X-Should-Retry:
+// false. The upstream's own errors below 500 (a 400
 // context_length_exceeded, a 401, a 429) pass through unverified, as the
 // guard passes them: as the upstream wrote them, status and headers
 // (Retry-After) included, when they are in the API's error format; an
 // upstream error that is not (an HTML page), and any 5xx, is rewritten in
 // that format with the upstream's status, type, code and message, keeping
-// its Retry-After, X-Should-Retry, rate-limit and request-ID headers. A
-// stream that fails or is cut after its
-// headers were sent ends with an error event in the same format; nothing
-// unverified is released (the guard holds text back until verified).
+// its Retry-After, X-Should-Retry, rate-limit and request-ID headers.
+//
+// A stream that fails or is cut after its headers were sent ends with one
+// error event in the same format, written by the guard's stream filter
+// (sdk.StreamOptions.ErrorEvent): aishield_contamination or
+// aishield_guard_error for a cut, upstream_timeout or upstream_unavailable
+// for an upstream that failed mid-stream, stream_truncated for one that
+// ended without its terminal event; the HTTP response then ends cleanly.
+// Nothing unverified is released (the guard holds text back until
+// verified).
 //
 // # Concurrency
 //
-// A Proxy is an http.Handler safe for concurrent use.
+// A Proxy is an http.Handler safe for concurrent use. Close it once it
+// serves no more requests.
 package proxy
 
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
-	"github.com/aishield/aishield/sdk/verify"
 )
 
 // Defaults of Options.
@@ -74,7 +119,13 @@ const (
 	DefaultMaxBody         = 32 << 20
 	DefaultUpstreamTimeout = 2 * time.Minute
 	DefaultIdleTimeout     = time.Minute
+	// DefaultPrincipalHeader names the request header that names the
+	// principal (Options.PrincipalHeader).
+	DefaultPrincipalHeader = "X-Aishield-Principal"
 )
+
+// maxPrincipal bounds the length of a principal named by header.
+const maxPrincipal = 256
 
 // Options configures a Proxy.
 type Options struct {
@@ -87,13 +138,23 @@ type Options struct {
 	Key []byte
 	// CanaryKey keys canaries; processes sharing a Store should share it so
 	// that they can name each other's exchanges. Nil draws a random key.
+	// It also keys the principals derived from callers' credentials, so
+	// that proxies sharing it name a caller alike (Key when CanaryKey is
+	// nil; a random key, which changes with every run, when both are).
 	CanaryKey []byte
 	// Store remembers exchanges for the cross-exchange signal; nil keeps
 	// them in memory. A fingerprint.RedisStore shares them between proxies.
 	Store fingerprint.Store
-	// Audit receives the audit trail (hash-chained JSON lines); nil writes
-	// none. The metrics are fed from the same records either way.
-	Audit io.Writer
+	// AuditLog receives the audit trail (hash-chained JSON lines). Open a
+	// file with sdk.OpenAuditLog, which continues the chain of what it
+	// already holds; the caller closes it after Close. Nil writes the file
+	// of the policy's audit section when it is enabled (opened by the
+	// guard the same way, closed by Close), none otherwise. The metrics
+	// are fed from the same records either way.
+	AuditLog *sdk.AuditLog
+	// PrincipalHeader names the request header that names the principal
+	// (see the package documentation); "" means DefaultPrincipalHeader.
+	PrincipalHeader string
 	// MaxBody bounds request bodies and non-streamed response bodies
 	// (default DefaultMaxBody).
 	MaxBody int64
@@ -106,30 +167,51 @@ type Options struct {
 	// above. Its responses' bodies are still subject to IdleTimeout.
 	Transport http.RoundTripper
 	// Log receives one line per request (method, path, destination,
-	// status, duration; never a header or a body). Nil logs nothing.
+	// status, duration; never a header, a body or a principal), and the
+	// reverse proxy's own errors. Nil logs nothing.
 	Log *slog.Logger
 }
 
 // Proxy is the reverse proxy. It is an http.Handler, safe for concurrent
 // use.
 type Proxy struct {
-	opts      Options
-	routes    map[string]*route
-	upstream  *route
-	metrics   *metrics
-	log       *slog.Logger
-	closeIdle func()
+	opts         Options
+	guard        *sdk.Guard
+	routes       map[string]*route
+	upstream     *route
+	metrics      *metrics
+	log          *slog.Logger
+	principalKey []byte // keys the principals derived from credentials
+	closeIdle    func()
 }
 
 // route is a destination the proxy can reach.
 type route struct {
 	name string
 	base *url.URL
-	tr   *sdk.Transport
+	rp   *httputil.ReverseProxy
 }
 
-// New builds a Proxy: one guard per reachable destination, all sharing one
-// verifier and its fingerprint store.
+// call is one API request in flight, as the ReverseProxy hooks see it
+// (through the request's context).
+type call struct {
+	dest      string
+	rest      string // the path appended to the destination's base URL
+	api       string // "openai" or "anthropic": the error format
+	principal string
+	w         *statusRecorder
+}
+
+type callKey struct{}
+
+func callOf(r *http.Request) *call {
+	c, _ := r.Context().Value(callKey{}).(*call)
+	return c
+}
+
+// New builds a Proxy: one guard for the policy, and a reverse proxy per
+// reachable destination whose transport is an sdk.Transport of that guard
+// forcing the destination.
 func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Policy == nil {
 		return nil, errors.New("proxy: Options.Policy is required")
@@ -143,7 +225,52 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
+	if opts.PrincipalHeader == "" {
+		opts.PrincipalHeader = DefaultPrincipalHeader
+	}
+	opts.PrincipalHeader = http.CanonicalHeaderKey(opts.PrincipalHeader)
+	secret := opts.CanaryKey
+	if len(secret) == 0 {
+		secret = opts.Key
+	}
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("proxy: drawing a key: %w", err)
+		}
+	}
 	p := &Proxy{opts: opts, routes: map[string]*route{}, metrics: newMetrics(), log: opts.Log, closeIdle: func() {}}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("aishield proxy principal"))
+	p.principalKey = mac.Sum(nil)
+
+	bases := map[string]*url.URL{}
+	for _, d := range opts.Policy.Destinations {
+		if d.BaseURL == "" {
+			continue
+		}
+		u, err := url.Parse(d.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			continue
+		}
+		bases[d.Name] = u
+	}
+	names := slices.Sorted(maps.Keys(bases))
+	if _, ok := bases[opts.Upstream]; opts.Upstream != "" && !ok {
+		return nil, fmt.Errorf("proxy: upstream %q is not a destination of policy %q with an http(s) base_url (reachable: %s)",
+			opts.Upstream, opts.Policy.Name, strings.Join(names, ", "))
+	}
+	if len(bases) == 0 {
+		return nil, fmt.Errorf("proxy: policy %q declares no destination with an http(s) base_url: nothing to forward to", opts.Policy.Name)
+	}
+
+	g, err := sdk.New(ctx, sdk.Options{Policy: opts.Policy, Key: opts.Key, Store: opts.Store, CanaryKey: opts.CanaryKey,
+		AuditLog: opts.AuditLog, OnRecord: p.metrics.record})
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	p.guard = g
+
 	base := opts.Transport
 	if base == nil {
 		t := &http.Transport{
@@ -160,58 +287,60 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		base, p.closeIdle = t, t.CloseIdleConnections
 	}
 	base = &idleTimeout{rt: base, d: opts.IdleTimeout}
-
-	sc, err := opts.Policy.NewScanner(opts.Key)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: policy %q: %w", opts.Policy.Name, err)
+	errLog := log.New(io.Discard, "", 0)
+	if opts.Log != nil {
+		errLog = slog.NewLogLogger(opts.Log.Handler(), slog.LevelWarn)
 	}
-	v, err := verify.New(verify.Options{Inbound: opts.Policy.Inbound, Scanner: sc, Store: opts.Store, CanaryKey: opts.CanaryKey})
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
+	for _, name := range names {
+		p.routes[name] = p.newRoute(name, bases[name], base, errLog)
 	}
-	audit := sdk.NewAuditLog(&auditSink{m: p.metrics, next: opts.Audit}, "")
-	for _, d := range opts.Policy.Destinations {
-		if d.BaseURL == "" {
-			continue
-		}
-		u, err := url.Parse(d.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			continue
-		}
-		g, err := sdk.New(ctx, sdk.Options{Policy: opts.Policy, Destination: d.Name, Classifier: sc, Verifier: v, AuditLog: audit})
-		if err != nil {
-			return nil, fmt.Errorf("proxy: destination %q: %w", d.Name, err)
-		}
-		p.routes[d.Name] = &route{name: d.Name, base: u, tr: &sdk.Transport{Guard: g, Base: base,
-			Stream: sdk.StreamOptions{ErrorEvent: true}, MaxBody: opts.MaxBody}}
-	}
-	if opts.Upstream != "" {
-		r, ok := p.routes[opts.Upstream]
-		if !ok {
-			return nil, fmt.Errorf("proxy: upstream %q is not a destination of policy %q with an http(s) base_url (reachable: %s)",
-				opts.Upstream, opts.Policy.Name, strings.Join(p.Destinations(), ", "))
-		}
-		p.upstream = r
-	}
-	if len(p.routes) == 0 {
-		return nil, fmt.Errorf("proxy: policy %q declares no destination with an http(s) base_url: nothing to forward to", opts.Policy.Name)
-	}
+	p.upstream = p.routes[opts.Upstream]
 	return p, nil
+}
+
+// newRoute builds the reverse proxy of destination name at base.
+func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper, errLog *log.Logger) *route {
+	tr := &sdk.Transport{Guard: p.guard, Base: rt, Destination: name, MaxBody: p.opts.MaxBody,
+		Stream:    sdk.StreamOptions{ErrorEvent: true},
+		Principal: func(r *http.Request) string { return callOf(r).principal }}
+	return &route{name: name, base: base, rp: &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			c := callOf(pr.In)
+			u := *base
+			u.Path = strings.TrimSuffix(base.Path, "/") + c.rest
+			u.RawPath = ""
+			u.RawQuery = pr.Out.URL.RawQuery
+			pr.Out.URL, pr.Out.Host = &u, ""
+			pr.Out.Header.Del(p.opts.PrincipalHeader)
+			// The guard reads whole bodies and SSE streams: no upgrades.
+			pr.Out.Header.Del("Upgrade")
+			pr.Out.Header.Del("Connection")
+			if pr.Out.Body != nil {
+				pr.Out.Body = &clientBody{rc: pr.Out.Body}
+			}
+		},
+		Transport:      tr,
+		FlushInterval:  -1,
+		BufferPool:     copyBuffers,
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		ErrorLog:       errLog,
+	}}
 }
 
 // Destinations returns the names of the destinations the proxy forwards
 // to, sorted.
 func (p *Proxy) Destinations() []string {
-	out := make([]string, 0, len(p.routes))
-	for n := range p.routes {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(p.routes))
 }
 
-// Close releases idle upstream connections.
-func (p *Proxy) Close() { p.closeIdle() }
+// Close releases idle upstream connections and closes the audit file the
+// guard opened from the policy's audit section, if any (not
+// Options.AuditLog, which belongs to the caller).
+func (p *Proxy) Close() error {
+	p.closeIdle()
+	return p.guard.Close()
+}
 
 // ServeHTTP routes /healthz, /metrics and the API paths.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +370,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiOf(r.URL.Path), http.StatusNotFound, "invalid_request_error", "unknown_destination", msg)
 		return
 	}
-	p.forward(w, r, rt, rest)
+
+	start := time.Now()
+	p.metrics.begin()
+	c := &call{dest: rt.name, rest: rest, api: apiOf(rest), w: &statusRecorder{ResponseWriter: w}}
+	defer func() {
+		p.metrics.done(rt.name, c.w.status, time.Since(start))
+		if p.log != nil {
+			p.log.Info("request", "method", r.Method, "path", r.URL.Path, "destination", rt.name,
+				"status", c.w.status, "duration_ms", time.Since(start).Milliseconds())
+		}
+	}()
+	principal, err := p.principal(r)
+	if err != nil {
+		writeError(c.w, c.api, http.StatusBadRequest, "invalid_request_error", "invalid_principal", err.Error())
+		return
+	}
+	c.principal = principal
+	rt.rp.ServeHTTP(c.w, r.WithContext(context.WithValue(r.Context(), callKey{}, c)))
 }
 
 // route picks the destination of path and the path to append to its
@@ -258,201 +404,104 @@ func (p *Proxy) route(path string) (*route, string, bool) {
 	return nil, "", false
 }
 
-// hopHeaders are not forwarded (RFC 9110, section 7.6.1).
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func copyHeader(dst, src http.Header) {
-	for k, vs := range src {
-		dst[k] = append([]string(nil), vs...)
-	}
-	for _, f := range src.Values("Connection") {
-		for _, k := range strings.Split(f, ",") {
-			dst.Del(strings.TrimSpace(k))
+// principal names who sends r: the principal header's value, else a keyed
+// hash of the caller's credential, else "" (unknown). A header value that
+// is too long or not printable is an error.
+func (p *Proxy) principal(r *http.Request) (string, error) {
+	if v := strings.TrimSpace(r.Header.Get(p.opts.PrincipalHeader)); v != "" {
+		if len(v) > maxPrincipal || !utf8.ValidString(v) || strings.IndexFunc(v, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+			return "", fmt.Errorf("aishield proxy: the %s header must be printable text of at most %d bytes", p.opts.PrincipalHeader, maxPrincipal)
 		}
+		return v, nil
 	}
-	for _, h := range hopHeaders {
-		dst.Del(h)
+	cred := strings.TrimSpace(r.Header.Get("Authorization"))
+	if scheme, tok, ok := strings.Cut(cred, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		cred = strings.TrimSpace(tok)
 	}
+	if cred == "" {
+		cred = strings.TrimSpace(r.Header.Get("X-Api-Key"))
+	}
+	if cred == "" {
+		return "", nil
+	}
+	mac := hmac.New(sha256.New, p.principalKey)
+	mac.Write([]byte(cred))
+	return "key:" + hex.EncodeToString(mac.Sum(nil)[:16]), nil
 }
 
-// join appends rest to the base URL's path on a segment boundary.
-func join(base *url.URL, rest, rawQuery string) string {
-	u := *base
-	u.Path = strings.TrimSuffix(base.Path, "/") + rest
-	u.RawPath = ""
-	u.RawQuery = rawQuery
-	return u.String()
+// modifyResponse renders the upstream's errors that are not in the API's
+// format, and its 5xx, in that format (see the package documentation).
+// Streams and answers below 400 pass as the guard delivers them.
+func (p *Proxy) modifyResponse(resp *http.Response) error {
+	if resp.StatusCode < 400 || isStream(resp.Header) {
+		return nil
+	}
+	c := callOf(resp.Request)
+	// The guard passed the provider's error through unverified (it is not
+	// model output), already read whole.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit+1))
+	resp.Body.Close()
+	if err == nil && len(data) <= errorBodyLimit && resp.StatusCode < 500 && isAPIError(c.api, data) {
+		setBody(resp, data)
+		return nil
+	}
+	e := upstreamError(data)
+	msg := fmt.Sprintf("aishield proxy: upstream %s answered HTTP %d", c.dest, resp.StatusCode)
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	typ, code := "upstream_error", "upstream_error"
+	if e.Type != "" {
+		typ = e.Type
+	}
+	if e.Code != "" {
+		code = e.Code
+	}
+	h := http.Header{}
+	for _, k := range passedOnError {
+		if v := resp.Header.Values(k); len(v) > 0 {
+			h[http.CanonicalHeaderKey(k)] = slices.Clone(v)
+		}
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	resp.Header = h
+	setBody(resp, append(errorBody(c.api, typ, code, msg), '\n'))
+	return nil
 }
 
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, rt *route, rest string) {
-	start := time.Now()
-	api := apiOf(rest)
-	p.metrics.begin()
-	rec := &statusRecorder{ResponseWriter: w}
-	defer func() {
-		p.metrics.done(rt.name, rec.status, time.Since(start))
-		if p.log != nil {
-			p.log.Info("request", "method", r.Method, "path", r.URL.Path, "destination", rt.name,
-				"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
-		}
-	}()
-
-	if r.ContentLength > p.opts.MaxBody {
-		writeError(rec, api, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-			fmt.Sprintf("aishield proxy: the request body (%d bytes) is over the %d-byte limit", r.ContentLength, p.opts.MaxBody))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(rec, r.Body, p.opts.MaxBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(rec, api, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
-				fmt.Sprintf("aishield proxy: the request body is over the %d-byte limit", p.opts.MaxBody))
-			return
-		}
-		writeError(rec, api, http.StatusBadRequest, "invalid_request_error", "unreadable_body", "aishield proxy: could not read the request body")
-		return
-	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, join(rt.base, rest, r.URL.RawQuery), bytes.NewReader(body))
-	if err != nil {
-		writeError(rec, api, http.StatusBadRequest, "invalid_request_error", "invalid_path", "aishield proxy: invalid request path")
-		return
-	}
-	copyHeader(out.Header, r.Header)
-	out.Header.Del("Content-Length")
-	out.Header.Del("Accept-Encoding")
-	if len(body) == 0 {
-		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
-	}
-
-	resp, err := rt.tr.RoundTrip(out)
-	if err != nil {
-		if r.Context().Err() != nil {
-			rec.status = 499 // the client went away
-			return
-		}
-		status, typ, code, msg := classify(err, rt.name)
-		writeError(rec, api, status, typ, code, msg)
-		return
-	}
-	defer resp.Body.Close()
-
-	stream := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
-	if resp.StatusCode >= 400 && !stream {
-		// The guard passed the provider's error through unverified (it is
-		// not model output). Below 500 it reaches the client as written
-		// when it is in the API's format; otherwise it is rewritten in
-		// that format with its status and the upstream's message.
-		data, err := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit+1))
-		if err == nil && len(data) <= errorBodyLimit && resp.StatusCode < 500 && isAPIError(api, data) {
-			copyHeader(rec.Header(), resp.Header)
-			rec.WriteHeader(resp.StatusCode)
-			_, _ = rec.Write(data)
-			return
-		}
-		e := upstreamError(data)
-		msg := fmt.Sprintf("aishield proxy: upstream %s answered HTTP %d", rt.name, resp.StatusCode)
-		if e.Message != "" {
-			msg += ": " + e.Message
-		}
-		typ, code := "upstream_error", "upstream_error"
-		if e.Type != "" {
-			typ = e.Type
-		}
-		if e.Code != "" {
-			code = e.Code
-		}
-		for _, h := range passedOnError {
-			if v := resp.Header.Values(h); len(v) > 0 {
-				rec.Header()[http.CanonicalHeaderKey(h)] = append([]string(nil), v...)
-			}
-		}
-		writeAPIError(rec, api, resp.StatusCode, typ, code, msg)
-		return
-	}
-
-	copyHeader(rec.Header(), resp.Header)
-	if stream {
-		rec.Header().Del("Content-Length")
-	}
-	rec.WriteHeader(resp.StatusCode)
-	if !stream {
-		_, _ = io.Copy(rec, resp.Body)
-		return
-	}
-	p.pipeStream(rec, resp.Body, api, rt.name)
+// setBody makes data the whole body of resp.
+func setBody(resp *http.Response, data []byte) {
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
+	resp.TransferEncoding = nil
 }
 
-// pipeStream copies a filtered SSE stream to the client, flushing as it
-// goes, and ends it with an error event when it breaks or stops short.
-func (p *Proxy) pipeStream(w *statusRecorder, body io.Reader, api, dest string) {
-	fl, _ := w.ResponseWriter.(http.Flusher)
-	tail := &tailWriter{}
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			tail.Write(buf[:n])
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return // the client went away
-			}
-			if fl != nil {
-				fl.Flush()
-			}
-		}
-		if err == nil {
-			continue
-		}
-		var be *sdk.BlockedError
-		var ce *sdk.ContaminationError
-		var ge *sdk.GuardError
-		switch {
-		case errors.Is(err, io.EOF):
-			if !tail.terminated() {
-				writeErrorEvent(w, api, "upstream_error", "stream_truncated",
-					fmt.Sprintf("aishield proxy: the upstream %s stream ended before its terminal event (truncated); the answer is incomplete", dest))
-			}
-		case errors.As(err, &ce), errors.As(err, &ge), errors.As(err, &be):
-			// The guard already ended the stream with an error event.
-		default:
-			_, typ, code, msg := classify(err, dest)
-			writeErrorEvent(w, api, typ, code, msg)
-		}
-		if fl != nil {
-			fl.Flush()
-		}
+func isStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
+}
+
+// errorHandler answers a request that got no response: refused or failed
+// by the guard, or the upstream unreachable. A client that went away gets
+// nothing (logged as 499).
+func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	c := callOf(r)
+	if r.Context().Err() != nil {
+		c.w.status = 499 // the client went away
 		return
 	}
-}
-
-// tailWriter keeps the last bytes of a stream to tell whether it ended
-// with its terminal event.
-type tailWriter struct{ b []byte }
-
-func (t *tailWriter) Write(p []byte) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 1024 {
-		t.b = append(t.b[:0], t.b[len(t.b)-512:]...)
-	}
-}
-
-func (t *tailWriter) terminated() bool {
-	s := string(t.b)
-	for _, end := range []string{"data: [DONE]", "data:[DONE]", "message_stop", "response.completed", "response.incomplete", "response.failed", `"type":"error"`, `{"error":`} {
-		if strings.Contains(s, end) {
-			return true
-		}
-	}
-	return false
+	status, typ, code, msg := p.classify(err, c.dest)
+	writeError(w, c.api, status, typ, code, msg)
 }
 
 // classify maps a round-trip error to an HTTP status and the API error's
-// type, code and message.
-func classify(err error, dest string) (int, string, string, string) {
+// type, code and message, by the error's type (never its text).
+func (p *Proxy) classify(err error, dest string) (int, string, string, string) {
 	var be *sdk.BlockedError
 	var ce *sdk.ContaminationError
 	var ge *sdk.GuardError
+	var cbe *clientBodyError
 	var ne net.Error
 	switch {
 	case errors.As(err, &be):
@@ -462,12 +511,16 @@ func classify(err error, dest string) (int, string, string, string) {
 		return http.StatusForbidden, "aishield_blocked", "aishield_blocked", be.Error()
 	case errors.As(err, &ce):
 		return http.StatusBadGateway, "aishield_contamination", "aishield_contamination", ce.Error()
+	case errors.As(err, &cbe):
+		return http.StatusBadRequest, "invalid_request_error", "unreadable_body", "aishield proxy: could not read the request body"
 	case errors.As(err, &ge):
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || strings.Contains(ge.Error(), "larger than") {
+		switch {
+		case errors.Is(err, sdk.ErrTooLarge) && ge.Stage == sdk.StageParse:
+			return http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+				fmt.Sprintf("aishield proxy: the request body is over the %d-byte limit", p.opts.MaxBody)
+		case errors.Is(err, sdk.ErrTooLarge):
 			return http.StatusBadGateway, "upstream_error", "response_too_large", ge.Error()
-		}
-		if ge.Stage == "parse" {
+		case ge.Stage == sdk.StageParse:
 			return http.StatusBadRequest, "invalid_request_error", "aishield_unparsable", ge.Error()
 		}
 		return http.StatusInternalServerError, "aishield_guard_error", "aishield_guard_error", ge.Error()
@@ -479,6 +532,26 @@ func classify(err error, dest string) (int, string, string, string) {
 			fmt.Sprintf("aishield proxy: upstream %s failed: %s", dest, scrub(err))
 	}
 }
+
+// clientBody is the caller's request body as the guard reads it: a read
+// error is the client's (*clientBodyError), not the guard's.
+type clientBody struct{ rc io.ReadCloser }
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &clientBodyError{err: err}
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.rc.Close() }
+
+// clientBodyError reports a request body that could not be read.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *clientBodyError) Unwrap() error { return e.err }
 
 // scrub renders a transport error without the URL it carries (which may
 // hold a query string the caller considers private).
@@ -602,12 +675,6 @@ func writeError(w http.ResponseWriter, api string, status int, typ, code, msg st
 	if !strings.HasPrefix(code, "upstream_") {
 		w.Header().Set("X-Should-Retry", "false")
 	}
-	writeAPIError(w, api, status, typ, code, msg)
-}
-
-// writeAPIError answers an error in api's format, with the headers already
-// set on w.
-func writeAPIError(w http.ResponseWriter, api string, status int, typ, code, msg string) {
 	b := errorBody(api, typ, code, msg)
 	w.Header().Del("Content-Length")
 	w.Header().Set("Content-Type", "application/json")
@@ -616,23 +683,14 @@ func writeAPIError(w http.ResponseWriter, api string, status int, typ, code, msg
 	_, _ = w.Write(append(b, '\n'))
 }
 
-func writeErrorEvent(w io.Writer, api, typ, code, msg string) {
-	b := errorBody(api, typ, code, msg)
-	if api == "anthropic" {
-		fmt.Fprintf(w, "event: error\ndata: %s\n\n", b)
-		return
-	}
-	fmt.Fprintf(w, "data: %s\n\n", b)
-}
-
-// statusRecorder remembers the status written.
+// statusRecorder remembers the final status written.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
+	if s.status == 0 && code >= 200 {
 		s.status = code
 	}
 	s.ResponseWriter.WriteHeader(code)
@@ -645,8 +703,37 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	return s.ResponseWriter.Write(p)
 }
 
-// errIdle is the cause of a request cancelled by idleTimeout.
-var errIdle = errors.New("upstream idle for too long")
+// Unwrap lets http.ResponseController (ReverseProxy's flushing) reach the
+// underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// copyBuffers are the buffers ReverseProxy copies response bodies with,
+// shared by every route (it would allocate 32 KB per response otherwise).
+var copyBuffers = &bufferPool{}
+
+// bufferPool is an httputil.BufferPool of 32 KB buffers, safe for
+// concurrent use.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// errIdle is the cause of a request cancelled by idleTimeout. It is a
+// timeout (Timeout reports true), which the guard's stream filter reports
+// as upstream_timeout.
+var errIdle error = idleError{}
+
+type idleError struct{}
+
+func (idleError) Error() string   { return "upstream idle for too long" }
+func (idleError) Timeout() bool   { return true }
+func (idleError) Temporary() bool { return true }
 
 // idleTimeout cancels an upstream request whose response body stays silent
 // longer than d between two reads.
@@ -657,10 +744,14 @@ type idleTimeout struct {
 
 func (t *idleTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
-	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
+	req = req.WithContext(ctx)
+	resp, err := t.rt.RoundTrip(req)
 	if err != nil {
 		cancel(nil)
 		return nil, err
+	}
+	if resp.Request == nil {
+		resp.Request = req // modifyResponse finds the call in its context
 	}
 	b := &idleBody{rc: resp.Body, cancel: cancel}
 	b.timer = time.AfterFunc(t.d, func() { cancel(errIdle) })

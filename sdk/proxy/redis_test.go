@@ -13,6 +13,7 @@ import (
 
 	"github.com/aishield/aishield/internal/redistest"
 	"github.com/aishield/aishield/pagedcache"
+	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/verify"
 )
@@ -101,7 +102,7 @@ func TestProxiesShareMemoryThroughRedis(t *testing.T) {
 			}
 			key, canaryKey := []byte("deployment hash key"), []byte("deployment canary key")
 			var audit1 syncBuffer
-			_, p1 := startProxy(t, Options{Policy: pol, Key: key, CanaryKey: canaryKey, Store: s1, Audit: &audit1})
+			_, p1 := startProxy(t, Options{Policy: pol, Key: key, CanaryKey: canaryKey, Store: s1, AuditLog: sdk.NewAuditLog(&audit1, "")})
 			_, p2 := startProxy(t, Options{Policy: pol, Key: key, CanaryKey: canaryKey, Store: s2})
 			ctx := context.Background()
 
@@ -115,7 +116,7 @@ func TestProxiesShareMemoryThroughRedis(t *testing.T) {
 			}
 			// B's prompt is over the scheduler's limit (4,095 tokens) and
 			// under the context the policy declares: it goes out.
-			text, err := ask(ctx, client(p2.URL, "bob"), "Summarise these public reviews.\n\n"+prose(5, 5000), 400, tc.stream)
+			text, err := ask(ctx, client(p2.URL, "bob"), "Summarise these public reviews.\n\n"+prose(5, 3200), 400, tc.stream)
 
 			rec := record(t, ts, 2)
 			if rec.Outcome != "decoded-after-abort" || len(rec.ForeignTenants()) == 0 {

@@ -22,8 +22,8 @@ import (
 // So an exchange that ended without a complete answer is marked in the
 // store for Options.AbortWindow (a key of its own per time slot, under a
 // pseudo-exchange that holds nothing else, so that processes sharing a
-// Redis store see the mark too), and a run of text shared with a marked exchange is
-// contamination once fingerprints that at most MaxDocFreq/2 other
+// Redis store see the mark too), and a run of text shared with a marked
+// exchange's request is contamination once fingerprints that at most MaxDocFreq/2 other
 // exchanges hold cover Options.MinAbortSpan bytes of it (32: any fragment
 // of 46 bytes or more of rare wording), instead of MinSpan (48: 62 bytes),
 // with the same informative words and the same neutral text (own request,
@@ -66,9 +66,12 @@ func abortHolder(exchange string) string { return "aborted:" + exchange }
 // processes need synchronised clocks (a skew of seconds only moves the
 // window's ends by as much).
 //
-// The guard need not call it: a session closed with End.Truncated or a
-// FinishReason of "abort" marks its exchange itself. Safe for concurrent
-// use.
+// The guard need not call it: a session closed with End.Truncated or an
+// abort-like FinishReason ("abort", "aborted", "error", "cancelled",
+// "canceled") marks its exchange itself, unless End.Refused says the guard
+// refused the answer (then the end was the guard's doing). Only the
+// exchange's request is a suspect source: an answer that did not end
+// cleanly is never recorded. Safe for concurrent use.
 func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) error {
 	if exchangeID == "" {
 		return errors.New("verify: mark of an exchange without ID")
@@ -83,14 +86,14 @@ func (v *Verifier) MarkAborted(ctx context.Context, exchangeID string) error {
 	return nil
 }
 
-// fromAborted reports whether r's source was marked aborted less than
-// AbortWindow ago (see MarkAborted), asking the store once per run.
-func (s *session) fromAborted(ctx context.Context, r *run) (bool, error) {
+// fromAborted reports whether r's source, the request of exchange id, was
+// marked aborted less than AbortWindow ago (see MarkAborted), asking the
+// store once per run.
+func (s *session) fromAborted(ctx context.Context, r *run, id string) (bool, error) {
 	v := s.v
 	if r.aborted == 0 {
 		r.aborted = -1
-		id, ok := s.name(r.src)
-		if !ok || v.opts.AbortWindow <= 0 {
+		if v.opts.AbortWindow <= 0 {
 			return false, nil
 		}
 		now := v.now()

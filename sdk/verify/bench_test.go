@@ -6,23 +6,39 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
 // BenchmarkVerify4KB verifies a 4 KB response (whole) against a store that
 // remembers a thousand earlier exchanges.
-func BenchmarkVerify4KB(b *testing.B) {
+func BenchmarkVerify4KB(b *testing.B) { benchVerify4KB(b, 0) }
+
+// BenchmarkVerify4KBPrincipals is BenchmarkVerify4KB with the exchanges
+// of 50 principals (the bench exchange is one of them): holders met in the
+// store are resolved to tell the principal's own material.
+func BenchmarkVerify4KBPrincipals(b *testing.B) { benchVerify4KB(b, 50) }
+
+func benchVerify4KB(b *testing.B, principals int) {
 	ctx := context.Background()
 	v := newTestVerifier(b, Options{})
 	g := newGen(1, 2)
+	principal := func(i int) string {
+		if principals == 0 {
+			return ""
+		}
+		return fmt.Sprint("key-", i%principals)
+	}
 	for i := 0; i < 1000; i++ {
 		ge := g.exchange(v, fmt.Sprint("warm-", i))
+		ge.ex.Principal = principal(i)
 		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	ge := g.exchange(v, "bench")
+	ge.ex.Principal = principal(7)
 	// The guard passes its outbound findings; Begin does not rescan.
 	for _, t := range ge.ex.Texts {
 		fs, err := v.scanner.ScanString(ctx, t)
@@ -49,6 +65,75 @@ func BenchmarkVerify4KB(b *testing.B) {
 			b.Fatal(err)
 		}
 		s.release()
+	}
+}
+
+// BenchmarkBegin4KB is the request side of an exchange, the proxy's hot
+// path before the request is answered: Begin of a 4 KB request (with the
+// guard's findings, so nothing is rescanned) against a store that remembers
+// a thousand earlier exchanges, recording it.
+func BenchmarkBegin4KB(b *testing.B) {
+	ctx := context.Background()
+	v := newTestVerifier(b, Options{})
+	g := newGen(5, 6)
+	for i := 0; i < 1000; i++ {
+		ge := g.exchange(v, fmt.Sprint("warm-", i))
+		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	text := g.sentences(4 << 10)
+	fs, err := v.scanner.ScanString(ctx, text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex := &inbound.Exchange{ID: "bench", Texts: []string{text}, Findings: [][]classifiers.Finding{fs}, FindingsKey: v.keyID}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := v.begin(ctx, ex)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.closed = true
+		s.release()
+	}
+}
+
+// BenchmarkCheck4KB is a whole exchange as the guard runs it: Begin of a
+// request, a 4 KB answer, and Close recording the clean answer. The store
+// remembers the last 256 exchanges and the 512 exchanges cycle with fresh
+// IDs, so every answer is new to the store, as on a clean path.
+func BenchmarkCheck4KB(b *testing.B) {
+	ctx := context.Background()
+	v := newTestVerifier(b, Options{Inbound: policies.Inbound{MaxExchanges: 256}})
+	g := newGen(9, 10)
+	type pair struct {
+		texts  []string
+		answer string
+	}
+	pairs := make([]pair, 512)
+	for i := range pairs {
+		ge := g.exchange(v, fmt.Sprint("gen-", i))
+		// An answer names the request's people or people no request
+		// names (see gen.names).
+		g.names = []string{ge.people[0].name}
+		pairs[i] = pair{ge.ex.Texts, g.sentences(4 << 10)}
+		g.names = nil
+	}
+	b.SetBytes(4 << 10)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		p := pairs[i%len(pairs)]
+		vd, err := v.Check(ctx, &inbound.Exchange{ID: fmt.Sprint("bench-", i), Texts: p.texts}, p.answer, inbound.End{FinishReason: "stop"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i < len(pairs) && vd.Contaminated() {
+			b.Fatalf("clean exchange %d flagged: %+v", i, vd.Signals)
+		}
+		i++
 	}
 }
 

@@ -24,14 +24,19 @@ type session struct {
 	own       map[string]bool // entity hashes of the request
 	templates map[int]bool    // template tokens present in the request
 	canary    string          // this exchange's canary token, "" none
+	ptag      string          // the principal's tag, "" unknown (see provenance.go)
+	holder    string          // the holder name of the request in the store
+	signalled bool            // a signal was returned: the answer is nobody's source
 
 	buf      []byte // response text so far
 	verified int    // bytes of buf checked for span signals
 	*scratch        // returned to the Verifier's pool on Close
 
-	names    []string // sources of stores without compact answers
+	names    []string // holder names of stores without compact answers
 	runs     []run
-	reported []fingerprint.Ref
+	reported []fingerprint.Ref // sources reported, or never to be (own principal, related answer)
+	named    []string          // exchanges named by a cross-exchange signal
+	answers  []fingerprint.Ref // answer sources whose run is complete at the current fingerprint
 
 	firstID, firstModel string
 	idChanged           bool
@@ -47,6 +52,8 @@ type scratch struct {
 	hasWords bool     // ownWords computed
 	respFP   []uint64 // the response's fingerprints, recorded on Close
 	record   []uint64 // the request's, recorded by Begin
+	written  []span   // the ranges of record that are fingerprints of texts as written
+	rewrite  []int    // the texts whose sent form differs from the written one
 	req      []byte   // the request's texts
 	texts    []span   // its distinct texts in req (written and sent)
 	sent     []span   // the texts that left
@@ -60,6 +67,17 @@ type scratch struct {
 	hashes  []uint64
 	refs    fingerprint.Refs
 	words   []span
+
+	// Provenance (see provenance.go): the holders met, resolved on first
+	// use, and the request's sketch for related-request checks.
+	holders   []holder
+	hidx      []uint64 // index of holders by ref (see holderOf)
+	hasSketch bool
+	reqFP     []uint64                  // distinct request fingerprints
+	digest    uint64                    // digest of the request's texts
+	relKeys   []uint64                  // keys of a related-request lookup, or of the answer's record
+	rwin      *fingerprint.Winnower     // fingerprints texts sent in another form, on first use
+	rfps      []fingerprint.Fingerprint // its output
 }
 
 // maxPooledSlots bounds the hash tables kept for reuse (a huge request's
@@ -69,8 +87,9 @@ const maxPooledSlots = 1 << 16
 func (v *Verifier) getScratch() *scratch {
 	if sc, ok := v.scratch.Get().(*scratch); ok {
 		sc.win.Reset()
-		sc.hasWords = false
-		sc.respFP, sc.fps = sc.respFP[:0], sc.fps[:0]
+		sc.hasWords, sc.hasSketch = false, false
+		sc.respFP, sc.fps, sc.holders = sc.respFP[:0], sc.fps[:0], sc.holders[:0]
+		clear(sc.hidx)
 		return sc
 	}
 	return &scratch{win: fingerprint.NewWinnower(v.opts.Fingerprint)}
@@ -78,7 +97,8 @@ func (v *Verifier) getScratch() *scratch {
 
 func (v *Verifier) putScratch(sc *scratch) {
 	if len(sc.grams.slots) > maxPooledSlots || len(sc.ownWords.slots) > maxPooledSlots ||
-		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots {
+		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
+		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -106,8 +126,10 @@ type run struct {
 
 type span struct{ start, end int }
 
-// Begin implements inbound.Verifier. It records the request's fingerprints
-// and canary in the store.
+// Begin implements inbound.Verifier. It records the request's fingerprints,
+// canary and entities in the store, in one call, under the request's holder
+// name (which carries the principal's tag, see provenance.go); nothing is
+// looked up.
 func (v *Verifier) Begin(ctx context.Context, ex *inbound.Exchange) (inbound.Session, error) {
 	return v.begin(ctx, ex)
 }
@@ -182,13 +204,23 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
 		}
 	}
+	// The fingerprints of the texts that left as they were written are
+	// also those of the request's sketch (see requestSketch).
 	record := s.record[:0]
-	for _, t := range s.sent {
+	s.written, s.rewrite = s.written[:0], s.rewrite[:0]
+	for i, t := range s.sent {
 		s.win.Reset()
 		_, _ = s.win.Write(s.req[t.start:t.end])
 		s.fps = s.win.TakeAppend(s.fps[:0])
+		start := len(record)
 		for _, f := range s.fps {
 			record = append(record, f.Hash)
+		}
+		switch {
+		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
+			s.written = append(s.written, span{start, len(record)})
+		case i < len(ex.Texts):
+			s.rewrite = append(s.rewrite, i)
 		}
 	}
 	s.win.Reset()
@@ -211,8 +243,9 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		record = append(record, entityKey(h))
 	}
 	s.record = record
+	s.holder, s.ptag = v.requestHolder(ex.ID, ex.Principal)
 	if crossOn || v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
-		if err := v.store.Record(ctx, ex.ID, record, v.ttl); err != nil {
+		if err := v.store.Record(ctx, s.holder, record, v.ttl); err != nil {
 			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
 		}
@@ -252,10 +285,26 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 	s.buf = append(s.buf, d.Text...)
 	_, _ = s.win.Write(s.buf[len(s.buf)-len(d.Text):])
 	got, err := s.check(ctx, false)
-	return append(sigs, got...), err
+	sigs = append(sigs, got...)
+	s.signalled = s.signalled || len(sigs) > 0
+	return sigs, err
 }
 
 // Close implements inbound.Session.
+//
+// The answer becomes a source (its fingerprints are recorded, under the
+// exchange's answer holder, with its relation keys: see provenance.go)
+// only when it is clean and complete: not refused by the guard
+// (end.Refused), not cut (end.Truncated), not finished with an abort-like
+// reason, and with no signal at all from this session, not even one the
+// policy only flags. A refused or suspicious answer may carry another
+// exchange's material, and would be blamed for it later. The request's
+// fingerprints, recorded by Begin, stay: the request was sent.
+//
+// An exchange that ended without a complete answer (cut, or an abort-like
+// finish reason) is marked aborted (see [Verifier.MarkAborted]), unless the
+// guard refused the answer: then the end was the guard's doing, not the
+// engine's.
 func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal, error) {
 	if s.closed {
 		return nil, errors.New("verify: session closed twice")
@@ -269,12 +318,16 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	if s.v.on(policies.SignalUsageMismatch) {
 		sigs = append(sigs, s.usage(end)...)
 	}
-	if s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 {
-		if err := s.v.store.Record(ctx, s.ex.ID, s.respFP, s.v.ttl); err != nil {
+	s.signalled = s.signalled || len(sigs) > 0
+	incomplete := end.Truncated || abortFinish(end.FinishReason)
+	if s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 && !end.Refused && !incomplete && !s.signalled {
+		keys, level, n := s.relationKeys(append(s.relKeys[:0], s.respFP...))
+		s.relKeys = keys
+		if err := s.v.store.Record(ctx, answerHolder(s.ex.ID, s.ptag, level, n), keys, s.v.ttl); err != nil {
 			return sigs, fmt.Errorf("verify: recording the response: %w", err)
 		}
 	}
-	if end.Truncated || end.FinishReason == "abort" {
+	if incomplete && !end.Refused {
 		// Ended without a complete answer: its prompt may still be written
 		// late into pages another request reads.
 		if err := s.v.MarkAborted(ctx, s.ex.ID); err != nil {
@@ -299,16 +352,17 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 		return sigs
 	}
 	msg := fmt.Sprintf("the provider counted %d prompt tokens for a request of at least %d: it did not process the prompt", end.PromptTokens, lower)
-	if aborted(end.FinishReason) {
+	if end.FinishReason == "" || abortFinish(end.FinishReason) {
 		msg += fmt.Sprintf(", and finished with %q", end.FinishReason)
 	}
 	return append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Message: msg})
 }
 
-// aborted reports finish reasons that say the engine gave up.
-func aborted(reason string) bool {
+// abortFinish reports finish reasons that say the engine gave up. An empty
+// one is not: many providers and bodies do not report any.
+func abortFinish(reason string) bool {
 	switch strings.ToLower(reason) {
-	case "abort", "aborted", "error", "cancelled", "canceled", "":
+	case "abort", "aborted", "error", "cancelled", "canceled":
 		return true
 	}
 	return false
@@ -423,13 +477,23 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				return sigs, fmt.Errorf("verify: entity lookup: %w", err)
 			}
 			for i := range foreign {
-				others := hs[i].Count
-				for _, id := range hs[i].Exchanges {
-					if id != s.ex.ID {
-						foreign[i].Sources = append(foreign[i].Sources, id)
-					} else {
+				others, mine := hs[i].Count, 0
+				for _, name := range hs[i].Exchanges {
+					h := parseHolder(name)
+					switch {
+					case h.id == s.ex.ID:
 						others--
+					case s.ptag != "" && h.ptag == s.ptag:
+						mine++ // this principal's own request: not a source
+					default:
+						foreign[i].Sources = append(foreign[i].Sources, h.id)
 					}
+				}
+				// A value that only requests of this principal carried
+				// (all of its holders are known) is the principal's own
+				// (a conversation continued server-side).
+				if mine > 0 && len(foreign[i].Sources) == 0 && hs[i].Count <= len(hs[i].Exchanges) {
+					continue
 				}
 				// A sourced detector's value is a signal only when
 				// another exchange's request carried it, and not so many
@@ -461,8 +525,8 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 	if err != nil {
 		return sig, fmt.Errorf("verify: canary lookup: %w", err)
 	}
-	for _, id := range hs[0].Exchanges {
-		if id != s.ex.ID && s.v.Mint(id) == h.token {
+	for _, name := range hs[0].Exchanges {
+		if id := parseHolder(name).id; id != s.ex.ID && s.v.Mint(id) == h.token {
 			sig.Sources = append(sig.Sources, id)
 		}
 	}
@@ -480,13 +544,20 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 // A fingerprint is neutral (it neither counts as evidence nor breaks a run)
 // when its k-gram occurs anywhere in this exchange's own request, when it
 // is boilerplate (built in, configured, or held by more than MaxDocFreq
-// other exchanges), or when its words are all common words or the user's
-// own name-like data (see informative). Only the fingerprints that are not
-// own or built-in boilerplate are looked up in the store, in one batch;
-// among them, one that no other exchange holds breaks every run, and one
-// held by exchange X extends the run with X. A run is contamination once
-// it holds MinRun fingerprints covering MinSpan bytes whose informative
-// words total MinWordBytes.
+// other holders), when its words are all common words or the user's own
+// name-like data (see informative), or when all its holders are exchanges
+// of this exchange's own (known) principal. Only the fingerprints that are
+// not own or built-in boilerplate are looked up in the store, in one
+// batch; among them, one that no other exchange holds breaks every run,
+// and one held by holder X (another exchange's request, or its answer: see
+// provenance.go) extends the run with X. A run is contamination once it
+// holds MinRun fingerprints covering MinSpan bytes whose informative words
+// total MinWordBytes; against the request of an exchange marked aborted,
+// the lower bar of aborted.go applies. A run with another exchange's
+// answer counts only when that exchange's request is not related to this
+// one (asked once per answer, lazily: see related), and never under the
+// lower bar. A run with an exchange of the same principal never counts.
+// Each source exchange is reported once, its request before its answer.
 func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]inbound.Signal, error) {
 	if len(fps) == 0 {
 		return nil, nil
@@ -519,6 +590,9 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			continue // common: neutral
 		}
 		holders := s.refs.Of(i)
+		if s.ptag != "" && s.principalsOwn(holders, others) {
+			continue // the principal's own material: neutral
+		}
 		// A run with exchange X goes on while X holds the fingerprints.
 		k := 0
 		for _, r := range s.runs {
@@ -528,6 +602,7 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			}
 		}
 		s.runs = s.runs[:k]
+		s.answers = s.answers[:0]
 		for _, src := range holders {
 			j := 0
 			for j < len(s.runs) && s.runs[j].src != src {
@@ -569,14 +644,34 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			if slices.Contains(s.reported, src) {
 				continue
 			}
+			full := s.full(r)
+			if !full && (r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes) {
+				continue
+			}
+			h := s.holderOf(src)
+			switch {
+			case !h.known:
+				if full {
+					s.reported = append(s.reported, src)
+					sigs = append(sigs, s.crossSignal(r, nil,
+						fmt.Sprintf("%d bytes of text shared with an exchange no longer remembered (%d fingerprints in a row)", r.covered, r.n)))
+				}
+				continue
+			case s.ptag != "" && h.ptag == s.ptag, h.id == s.ex.ID:
+				// The principal's own, or this exchange's own answer (an
+				// exchange checked twice).
+				s.reported = append(s.reported, src)
+				continue
+			case h.answer:
+				if full {
+					s.answers = append(s.answers, src) // decided below, after the requests
+				}
+				continue
+			}
 			// Against an exchange that ended without a complete answer the
 			// bar is lower (see aborted.go).
-			full := r.n >= v.opts.MinRun && r.covered >= v.opts.MinSpan && r.words >= v.opts.MinWordBytes
 			if !full {
-				if r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes {
-					continue
-				}
-				if ab, err := s.fromAborted(ctx, r); err != nil || !ab {
+				if ab, err := s.fromAborted(ctx, r, h.id); err != nil || !ab {
 					if err != nil {
 						return sigs, err
 					}
@@ -584,21 +679,117 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				}
 			}
 			s.reported = append(s.reported, src)
-			sig := inbound.Signal{ID: policies.SignalCrossExchange, Start: r.start, End: r.end,
-				Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Confidence: 0.9}
-			if id, ok := s.name(src); ok {
-				sig.Sources = []string{id}
-				sig.Message = fmt.Sprintf("%d bytes of text shared with exchange %s (%d fingerprints in a row)", r.covered, id, r.n)
-				if !full {
-					sig.Message = fmt.Sprintf("%d bytes of text shared with exchange %s, which ended without a complete answer (its prompt may have been written late into the cache pages of this request)", r.covered, id)
-				}
-			} else {
-				sig.Message = fmt.Sprintf("%d bytes of text shared with an exchange no longer remembered (%d fingerprints in a row)", r.covered, r.n)
+			if s.reportedExchange(h.id) {
+				continue
 			}
-			sigs = append(sigs, sig)
+			msg := fmt.Sprintf("%d bytes of text shared with the request of exchange %s (%d fingerprints in a row)", r.covered, h.id, r.n)
+			if !full {
+				msg = fmt.Sprintf("%d bytes of text shared with the request of exchange %s, which ended without a complete answer (its prompt may have been written late into the cache pages of this request)", r.covered, h.id)
+			}
+			sigs = append(sigs, s.crossSignal(r, []string{h.id}, msg))
+		}
+		// Runs with answers, once the requests had their turn: another
+		// exchange's answer is a source only when its request is not
+		// related to this one.
+		for _, src := range s.answers {
+			h := s.holderOf(src)
+			id := h.id
+			rel, err := s.related(ctx, h)
+			if err != nil {
+				return sigs, err
+			}
+			s.reported = append(s.reported, src)
+			if rel || s.reportedExchange(id) {
+				continue
+			}
+			j := 0
+			for j < len(s.runs) && s.runs[j].src != src {
+				j++
+			}
+			r := &s.runs[j]
+			sigs = append(sigs, s.crossSignal(r, []string{id},
+				fmt.Sprintf("%d bytes of text shared with the answer of exchange %s, to an unrelated request (%d fingerprints in a row)", r.covered, id, r.n)))
 		}
 	}
 	return sigs, nil
+}
+
+// full reports whether r is contamination under the ordinary bar.
+func (s *session) full(r *run) bool {
+	o := &s.v.opts
+	return r.n >= o.MinRun && r.covered >= o.MinSpan && r.words >= o.MinWordBytes
+}
+
+func (s *session) crossSignal(r *run, sources []string, msg string) inbound.Signal {
+	return inbound.Signal{ID: policies.SignalCrossExchange, Start: r.start, End: r.end,
+		Preview: maskText(s.buf[r.start:min(r.end, len(s.buf))]), Confidence: 0.9, Sources: sources, Message: msg}
+}
+
+// reportedExchange reports whether a signal already named exchange id (its
+// request or its answer), and otherwise remembers that one now does.
+func (s *session) reportedExchange(id string) bool {
+	if slices.Contains(s.named, id) {
+		return true
+	}
+	s.named = append(s.named, id)
+	return false
+}
+
+// holderOf returns what the store's holder src is (see provenance.go),
+// resolving its name on first use. The pointer is valid until the next
+// call. A 4 KB answer meets a couple of hundred holders in a busy store:
+// they are found through a small open-addressing index (hidx: ref<<32 |
+// position+1, 0 empty; refs are never 0).
+func (s *session) holderOf(src fingerprint.Ref) *holder {
+	if 2*(len(s.holders)+1) > len(s.hidx) {
+		s.hidx = slices.Grow(s.hidx[:0], max(16, 2*len(s.hidx)))[:max(16, 2*len(s.hidx))]
+		clear(s.hidx)
+		for i := range s.holders {
+			s.indexHolder(s.holders[i].ref, i)
+		}
+	}
+	mask := len(s.hidx) - 1
+	for i := slotOf(uint64(src), mask); ; i = (i + 1) & mask {
+		e := s.hidx[i]
+		if e == 0 {
+			break
+		}
+		if fingerprint.Ref(e>>32) == src {
+			return &s.holders[uint32(e)-1]
+		}
+	}
+	h := holder{n: -1}
+	if name, ok := s.name(src); ok {
+		h = parseHolder(name)
+	}
+	h.ref = src
+	s.holders = append(s.holders, h)
+	s.indexHolder(src, len(s.holders)-1)
+	return &s.holders[len(s.holders)-1]
+}
+
+func (s *session) indexHolder(src fingerprint.Ref, pos int) {
+	mask := len(s.hidx) - 1
+	i := slotOf(uint64(src), mask)
+	for s.hidx[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.hidx[i] = uint64(src)<<32 | uint64(pos+1)
+}
+
+// principalsOwn reports whether all the holders of a fingerprint, others
+// in all, are exchanges of this exchange's principal (its tag is not ""):
+// material only they hold is the principal's own.
+func (s *session) principalsOwn(holders []fingerprint.Ref, others int) bool {
+	if others > len(holders) {
+		return false // some holders are not listed
+	}
+	for _, src := range holders {
+		if h := s.holderOf(src); !h.known || h.ptag != s.ptag {
+			return false
+		}
+	}
+	return len(holders) > 0
 }
 
 // maxWordWait bounds how long a fingerprint waits for its last word to
@@ -626,11 +817,12 @@ type refStore interface {
 	ExchangeID(ref fingerprint.Ref) (string, bool)
 }
 
-// lookup fills s.refs for s.hashes, leaving this exchange out. Stores
-// without a compact form answer with IDs, which the session numbers itself.
+// lookup fills s.refs for s.hashes, leaving this exchange's request out.
+// Stores without a compact form answer with holder names, which the session
+// numbers itself.
 func (s *session) lookup(ctx context.Context) error {
 	if rs := s.v.refStore; rs != nil {
-		return rs.LookupRefs(ctx, s.ex.ID, s.hashes, &s.refs)
+		return rs.LookupRefs(ctx, s.holder, s.hashes, &s.refs)
 	}
 	hs, err := s.v.store.Lookup(ctx, s.hashes)
 	if err != nil {
@@ -640,7 +832,7 @@ func (s *session) lookup(ctx context.Context) error {
 	for i, h := range hs {
 		n := h.Count
 		for _, id := range h.Exchanges {
-			if id == s.ex.ID {
+			if id == s.holder {
 				n--
 				continue
 			}
@@ -657,7 +849,7 @@ func (s *session) lookup(ctx context.Context) error {
 	return nil
 }
 
-// name returns the exchange ID of a source.
+// name returns the holder name of a source (see provenance.go).
 func (s *session) name(src fingerprint.Ref) (string, bool) {
 	if rs := s.v.refStore; rs != nil {
 		return rs.ExchangeID(src)

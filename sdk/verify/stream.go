@@ -56,6 +56,9 @@ func (st *Stream) Close(ctx context.Context, end inbound.End) (rest string, vd *
 	if st.s.closed {
 		return "", st.verdict, nil
 	}
+	// Text this Stream stopped releasing was refused: it must become
+	// nobody's source, and its end was not the engine's.
+	end.Refused = end.Refused || st.stopped
 	sigs, err := st.s.Close(ctx, end)
 	st.v.add(st.verdict, sigs)
 	if err != nil || st.verdict.Blocked || st.stopped {

@@ -19,19 +19,29 @@
 //     mentions "Albert Einstein"), are signals only with a source: another
 //     exchange whose request carried the same value, held by no more than
 //     MaxDocFreq other exchanges. A name that no exchange sent, or that
-//     many sent, is not a signal.
+//     many sent, is not a signal. A value that only requests of this
+//     exchange's own principal carried (inbound.Exchange.Principal, when
+//     known) is the principal's own: not a signal.
 //   - inbound.canary: a canary token (see [Verifier.MintCanary]) in the
 //     response that was not minted for this exchange. It names the
 //     exchange it was minted for when the store still remembers it.
 //   - inbound.cross_exchange: the response shares a run of consecutive
 //     winnowed fingerprints (package sdk/fingerprint) covering at least
-//     MinSpan bytes with another exchange in the store, not counting
-//     fingerprints of this exchange's own request nor boilerplate held by
-//     more than MaxDocFreq exchanges. It names the source exchange.
-//     Against an exchange that ended without a complete answer (aborted,
-//     cut, failed) less than AbortWindow ago, MinAbortSpan bytes are
-//     enough: its prompt may have been written late into another
-//     request's cache pages, and come back in short fragments.
+//     MinSpan bytes with what another exchange sent (its request), or
+//     with another exchange's answer to an unrelated request, not counting
+//     fingerprints of this exchange's own request, boilerplate held by
+//     more than MaxDocFreq holders, nor material that only exchanges of
+//     this exchange's own principal hold. An answer may repeat what the
+//     model said to the same or a similar request: a retry, a regenerate,
+//     one template over many inputs, the same FAQ from many callers, a
+//     shared system prompt, the same retrieved document (see provenance.go
+//     for what "related requests" means, in numbers). It names the source
+//     exchange, and says whether the material was its request or its
+//     answer. Against the request of an exchange that ended without a
+//     complete answer (aborted, cut, failed) less than AbortWindow ago,
+//     MinAbortSpan bytes are enough: its prompt may have been written late
+//     into another request's cache pages, and come back in short
+//     fragments.
 //   - inbound.template_fragment: a chat-template control token or role
 //     header ([TemplateTokens]) that the request did not contain.
 //   - inbound.usage_mismatch: the provider's usage.prompt_tokens far below
@@ -50,10 +60,14 @@
 // hold-back buffer, releasing only verified text and stopping with a
 // [Verdict] on contamination.
 //
-// Begin records the request's fingerprints (and canary) in the store, so
-// that concurrent and later exchanges see them; Close records the
-// response's. Nothing raw is stored or reported: the store holds 64-bit
-// seeded hashes, and signals carry masked previews.
+// Begin records the request's fingerprints (and canary, and entities) in
+// the store, so that concurrent and later exchanges see them; Close
+// records the response's, only when the answer is clean and complete (not
+// refused by the guard, not cut or aborted, and without any signal): a
+// refused or suspicious answer is nobody's source. Nothing raw is stored
+// or reported: the store holds 64-bit seeded hashes under holder names
+// made of the exchange ID, the side (request or answer) and a keyed tag of
+// the principal (see provenance.go), and signals carry masked previews.
 package verify
 
 import (
@@ -101,9 +115,11 @@ type Options struct {
 	// HashKey keys the scanner built when Scanner is nil (nil: random).
 	HashKey []byte
 	// Store remembers fingerprints across exchanges; nil means a
-	// fingerprint.MemoryStore sized by Inbound.MaxExchanges. Share a
+	// fingerprint.MemoryStore of 2·Inbound.MaxExchanges holders (an
+	// exchange's request and its answer are two holders). Share a
 	// fingerprint.RedisStore between processes to see each other's
-	// exchanges (they must then share Fingerprint and CanaryKey).
+	// exchanges (they must then share Fingerprint and CanaryKey: CanaryKey
+	// also keys the principal tags in holder names).
 	Store fingerprint.Store
 	// Fingerprint are the winnowing options.
 	Fingerprint fingerprint.Options
@@ -148,8 +164,10 @@ type Options struct {
 	Boilerplate []string
 	// NoBuiltinBoilerplate leaves out the built-in stock phrases.
 	NoBuiltinBoilerplate bool
-	// CanaryKey keys canaries; nil means a random key per Verifier (then
-	// only this Verifier can confirm the source of a canary).
+	// CanaryKey keys canaries and the principal tags of holder names; nil
+	// means a random key per Verifier (then only this Verifier can confirm
+	// the source of a canary, or tell a principal's own material in the
+	// store).
 	CanaryKey []byte
 	// UsageRatio: a reported prompt token count below UsageRatio times the
 	// local lower bound is a mismatch; 0 means DefaultUsageRatio.
@@ -191,6 +209,7 @@ type Verifier struct {
 	refStore    refStore
 	common      hashSet
 	scratch     sync.Pool // *scratch
+	tagMAC      sync.Pool // hash.Hash: HMAC-SHA256 under canaryKey, for principal tags
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
@@ -248,7 +267,13 @@ func New(opts Options) (*Verifier, error) {
 		v.ttl = fingerprint.DefaultTTL
 	}
 	if v.store == nil {
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: opts.Inbound.MaxExchanges})
+		// An exchange is two holders: its request and its answer (see
+		// provenance.go).
+		n := opts.Inbound.MaxExchanges
+		if n <= 0 {
+			n = fingerprint.DefaultMaxExchanges
+		}
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 2 * n})
 	}
 	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey

@@ -125,8 +125,8 @@ func strict(t *testing.T, seed uint64, run *RunReport) {
 // caught by the tokenizer-exact usage check. Under abort-reuse-race the
 // clinic's requests are aborted in prefill and the next request reads
 // their late write: there the bar is abortStrict's (no value of the
-// clinic delivered; see the Proxy section of the README for why short
-// quotes of its prose can pass).
+// clinic delivered; docs/incident.md, "The limit: an aborted prefill
+// written late", says why short quotes of its prose can pass).
 func TestEveryFaultMode(t *testing.T) {
 	for _, fault := range pagedcache.Faults() {
 		t.Run(string(fault), func(t *testing.T) {

@@ -1,0 +1,443 @@
+package verify
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aishield/aishield/sdk/fingerprint"
+)
+
+// Provenance: where shared material came from, and whether it counts.
+//
+// Material in an answer is foreign when it came from what another exchange
+// sent (its request), or from another exchange's answer to a different
+// question. An answer may repeat what the model said to the same or a
+// similar request: a retry, a regenerate, one instruction template over
+// many inputs, the same FAQ asked by many callers, a shared system prompt,
+// the same retrieved document, a conversation that resends its history.
+// And material that only exchanges of this exchange's own principal hold
+// is that principal's own.
+//
+// # Holders
+//
+// The store maps a fingerprint to its holders, opaque names to it. The
+// verifier names them so that a lookup tells, for every holder, which
+// exchange, which side of it and which principal:
+//
+//	<id>                          the request of exchange id, principal unknown ("")
+//	<id>~q<ptag>                  the request of exchange id, principal tag ptag
+//	<id>~a[<ptag>].<level>.<n>    the answer of exchange id (ptag absent: unknown)
+//
+// The answer is recorded under a holder of its own (derived from the
+// exchange ID) rather than in a tagged hash domain: a lookup then stays one
+// key per fingerprint (a hash domain per side would double every lookup,
+// in memory and in Redis round trips), the stores stay as they are (the
+// memory store's compact lookup is untouched and allocation-free), and an
+// answer gets its own TTL and its own place in the memory store's bounds.
+// The cost is that a fingerprint in both the request and the answer of one
+// exchange counts twice towards MaxDocFreq (it is then more readily
+// boilerplate, never more readily evidence); the default memory store is
+// sized for twice Inbound.MaxExchanges holders accordingly.
+//
+// The principal tag is the first 8 bytes of HMAC-SHA256 under CanaryKey
+// of the principal, in hex: no raw principal is stored, processes that
+// share a store (and, as they must, CanaryKey) agree on it, and a
+// principal cannot be guessed from the store by dictionary. A holder
+// without a tag (principal "", or a name written by an older verifier) is
+// a principal of its own. The request of a principal "" keeps its bare
+// exchange ID as holder name, as before: canaries and entities of such
+// exchanges are found as they always were.
+//
+// An exchange ID must not contain '~' followed by one of these suffixes
+// (the guard's IDs are hex).
+//
+// # Related requests
+//
+// A run of text shared only with another exchange's answer counts only when
+// the two requests are unrelated. Two requests are related when
+//
+//   - their texts as written are the same once normalised (case folded,
+//     runs of anything but letters and digits reduced to one space): the
+//     same FAQ, a retry, a regenerate, however short the question; or
+//   - the request fingerprints they share are at least half of the
+//     smaller request's (relatedShare): one instruction template over
+//     short inputs, a long shared system prompt before short questions,
+//     the same retrieved document, a conversation and its continuation.
+//
+// Both look at the texts as the caller wrote them (inbound.Exchange.Texts):
+// the canary line and the placeholders the guard put in what it sent are
+// different in every exchange and say nothing of what was asked.
+//
+// There is deliberately no absolute floor in bytes: a multi-tenant
+// application sends every tenant the same long system prompt, and a
+// fragment of one tenant's answer in another's must still count when
+// their own questions make up most of their requests (with the default
+// fingerprint options, a 200-byte system prompt before 400 bytes of user
+// text is a third of the request: unrelated). TestQuality's corpus (six
+// system prompts of 160 to 230 bytes shared by all its exchanges, and
+// their own text) measures how close unrelated requests come to the
+// threshold; TestRelatedRequests pins requests of known shapes on both
+// sides of it.
+//
+// Relatedness is computed lazily: Begin records nothing more than before
+// (no store round trip is added to the proxy's hot path). A clean answer
+// is recorded at Close together with its relation keys, under its answer
+// holder, in the same Record call: a key derived from its exchange ID and
+// the digest of its request's texts, and one derived from its exchange ID
+// and each fingerprint of a consistent sample of its request's
+// fingerprints (those whose mixed hash has at least level trailing zero
+// bits, level the smallest that keeps the sample at most 2·relSample, n
+// the sample's size, both in the holder name). Only when a run shared with
+// an answer is about to be reported does the session look up, in one
+// batch, the keys of that exchange for its own digest and for its own
+// request fingerprints sampled at the coarser of the two levels: the hits
+// estimate the shared share of each request (exactly when both requests
+// have at most 2·relSample fingerprints, which covers requests of about
+// 600 bytes). Keys derived from the exchange ID are held by that one
+// exchange only, so holder lists truncated to MaxHolders cannot hide the
+// answer, however common the shared text is. A recorded answer costs the
+// store at most 2·relSample+1 such keys besides its fingerprints.
+
+// relSample bounds the sample of request fingerprints an answer records
+// its relation keys for: between relSample and 2·relSample of them (all
+// of them when there are fewer).
+const relSample = 64
+
+// relatedShare: two requests are related when the fingerprints they share
+// are at least 1/relatedShare of the smaller one's.
+const relatedShare = 2
+
+// Holder name suffixes.
+const (
+	holderSep     = '~'
+	requestSuffix = 'q'
+	answerSuffix  = 'a'
+	ptagLen       = 16 // hex characters of a principal tag
+)
+
+// principalTag returns the tag under which exchanges of principal p are
+// recorded, "" for an unknown principal.
+func (v *Verifier) principalTag(p string) string {
+	if p == "" {
+		return ""
+	}
+	var b [ptagLen]byte
+	return string(v.appendTag(b[:0], p))
+}
+
+// appendTag appends the tag of principal p (not "") to dst: HMAC-SHA256
+// under CanaryKey, its first ptagLen/2 bytes in hex.
+func (v *Verifier) appendTag(dst []byte, p string) []byte {
+	m, _ := v.tagMAC.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, v.canaryKey)
+	}
+	m.Reset()
+	m.Write([]byte("aishield-principal\x00" + p))
+	var sum [sha256.Size]byte
+	dst = hex.AppendEncode(dst, m.Sum(sum[:0])[:ptagLen/2])
+	v.tagMAC.Put(m)
+	return dst
+}
+
+// requestHolder returns the holder name of the request of exchange id sent
+// by principal p, and the principal's tag ("" when unknown), a part of the
+// name. It is safe for concurrent use (the HMACs are pooled per Verifier).
+func (v *Verifier) requestHolder(id, p string) (name, ptag string) {
+	if p == "" {
+		return id, ""
+	}
+	var b strings.Builder
+	b.Grow(len(id) + 2 + ptagLen)
+	b.WriteString(id)
+	b.WriteByte(holderSep)
+	b.WriteByte(requestSuffix)
+	var tag [ptagLen]byte
+	b.Write(v.appendTag(tag[:0], p))
+	name = b.String()
+	return name, name[len(id)+2:]
+}
+
+// answerHolder is the holder name of an exchange's answer, with the level
+// and size of the sample of its request's fingerprints that it recorded
+// relation keys for.
+func answerHolder(id, ptag string, level, n int) string {
+	return id + string(holderSep) + string(answerSuffix) + ptag + "." + strconv.Itoa(level) + "." + strconv.Itoa(n)
+}
+
+// holder is a store holder as the session understands it.
+type holder struct {
+	ref    fingerprint.Ref
+	known  bool   // the store still remembered the name
+	id     string // exchange ID
+	answer bool   // the holder is an exchange's answer, not its request
+	ptag   string // principal tag, "" unknown
+	level  int    // answers: level of the sample of their request's fingerprints
+	n      int    // answers: its size (-1 unknown)
+
+	related int8 // answers: 0 not asked yet, 1 related requests, -1 not
+}
+
+// parseHolder splits a holder name (see the Holders section above). Names
+// it does not recognise are requests of a principal of their own. It does
+// not allocate: the strings are parts of name.
+func parseHolder(name string) holder {
+	h := holder{known: true, id: name, n: -1}
+	i := strings.LastIndexByte(name, holderSep)
+	if i < 0 || i+1 >= len(name) {
+		return h
+	}
+	suf := name[i+1:]
+	switch suf[0] {
+	case requestSuffix:
+		if len(suf) == 1+ptagLen && isHex(suf[1:]) {
+			h.id, h.ptag = name[:i], suf[1:]
+		}
+	case answerSuffix:
+		rest := suf[1:]
+		ptag := ""
+		if len(rest) > ptagLen && rest[ptagLen] == '.' && isHex(rest[:ptagLen]) {
+			ptag, rest = rest[:ptagLen], rest[ptagLen:]
+		}
+		if len(rest) < 4 || rest[0] != '.' {
+			return h
+		}
+		j := strings.IndexByte(rest[1:], '.')
+		if j < 0 {
+			return h
+		}
+		level, err1 := strconv.Atoi(rest[1 : 1+j])
+		n, err2 := strconv.Atoi(rest[2+j:])
+		if err1 != nil || err2 != nil || level < 0 || level > 64 || n < 0 {
+			return h
+		}
+		h.id, h.answer, h.ptag, h.level, h.n = name[:i], true, ptag, level, n
+	}
+	return h
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// mix64 is the splitmix64 finaliser.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// sampleRank is the level of fingerprint h in the consistent sample: the
+// sample at level j holds the fingerprints whose rank is at least j (one
+// in 2^j of them, the same ones in every request).
+func sampleRank(h uint64) int { return bits.TrailingZeros64(mix64(h ^ 0x5ca1ab1e0ddba11)) }
+
+// sampleLevel returns the smallest level at which the sample of hashes hs
+// holds at most 2·relSample of them (a hash repeated in hs counts each
+// time: the sample may be smaller once repeats are dropped).
+func sampleLevel(hs []uint64) int {
+	var hist [65]int
+	for _, h := range hs {
+		hist[sampleRank(h)]++
+	}
+	level, n := 0, len(hs)
+	for n > 2*relSample && level < 64 {
+		n -= hist[level]
+		level++
+	}
+	return level
+}
+
+// sample appends to dst the distinct hashes of hs whose rank is at least
+// level, in increasing order.
+func sample(dst, hs []uint64, level int) []uint64 {
+	n := len(dst)
+	for _, h := range hs {
+		if sampleRank(h) >= level {
+			dst = append(dst, h)
+		}
+	}
+	slices.Sort(dst[n:])
+	return append(dst[:n], slices.Compact(dst[n:])...)
+}
+
+// relTag is the part of the relation keys of exchange id that names it.
+func relTag(id string) uint64 {
+	sum := sha256.Sum256([]byte("aishield-related\x00" + id))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// relKey is the store key that says the request of the exchange whose
+// relTag is tag held fingerprint (or digest) h.
+func relKey(tag, h uint64) uint64 { return mix64(tag ^ mix64(h+0x2545f4914f6cdd1d)) }
+
+// digestTag sets apart a request digest from the fingerprints in relation
+// keys.
+const digestTag = 0x9e3779b97f4a7c15
+
+// requestDigest returns the digest of texts as written, normalised: case
+// folded, every run of characters other than letters and digits one
+// space, leading and trailing ones dropped; texts are separated. Two
+// requests that differ only in case, spacing or punctuation have the same
+// digest. It is FNV-1a (64 bits), keyed by nothing: it is only ever stored
+// mixed into a relation key.
+func requestDigest(texts []string) uint64 {
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	put := func(b byte) { h = (h ^ uint64(b)) * prime }
+	for _, t := range texts {
+		space := false
+		started := false
+		for i := 0; i < len(t); {
+			c := t[i]
+			if c < utf8.RuneSelf {
+				// ASCII, the common case, without the Unicode tables.
+				i++
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				} else if !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+					space = started
+					continue
+				}
+				if space {
+					put(' ')
+					space = false
+				}
+				started = true
+				put(c)
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(t[i:])
+			i += size
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				space = started
+				continue
+			}
+			if space {
+				put(' ')
+				space = false
+			}
+			started = true
+			r = unicode.ToLower(r)
+			var b [utf8.UTFMax]byte
+			for _, c := range b[:utf8.EncodeRune(b[:], r)] {
+				put(c)
+			}
+		}
+		put(0) // texts are separated
+	}
+	return h ^ digestTag
+}
+
+// requestSketch returns this exchange's request fingerprints (repeats
+// included) and the digest of its texts, as written (computed once): the
+// canary line and placeholders the guard put in the texts it sent say
+// nothing of what the caller asked. Texts that were sent as written are not
+// fingerprinted again.
+func (s *session) requestSketch() ([]uint64, uint64) {
+	if !s.hasSketch {
+		s.hasSketch = true
+		s.reqFP = s.reqFP[:0]
+		for _, sp := range s.written {
+			s.reqFP = append(s.reqFP, s.record[sp.start:sp.end]...)
+		}
+		for _, i := range s.rewrite {
+			// Not s.win: it is the response's, and may be mid-stream.
+			if s.rwin == nil {
+				s.rwin = fingerprint.NewWinnower(s.v.opts.Fingerprint)
+			}
+			s.rwin.Reset()
+			_, _ = s.rwin.Write(s.req[s.texts[i].start:s.texts[i].end])
+			s.rfps = s.rwin.TakeAppend(s.rfps[:0])
+			for _, f := range s.rfps {
+				s.reqFP = append(s.reqFP, f.Hash)
+			}
+		}
+		texts := s.ex.Texts
+		if len(texts) == 0 {
+			texts = s.ex.Sent
+		}
+		s.digest = requestDigest(texts)
+	}
+	return s.reqFP, s.digest
+}
+
+// relationKeys appends to dst the relation keys this exchange's answer
+// records (see Related requests) and returns them with the level and size
+// of the sample.
+func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
+	fps, digest := s.requestSketch()
+	level := sampleLevel(fps)
+	tag := relTag(s.ex.ID)
+	dst = append(dst, relKey(tag, digest))
+	n := len(dst)
+	dst = sample(dst, fps, level)
+	for i := n; i < len(dst); i++ {
+		dst[i] = relKey(tag, dst[i])
+	}
+	return dst, level, len(dst) - n
+}
+
+// related reports whether the request of the exchange whose answer is h
+// is related to this exchange's (see Related requests), asking the store
+// once per answer.
+func (s *session) related(ctx context.Context, h *holder) (bool, error) {
+	if h.related != 0 {
+		return h.related > 0, nil
+	}
+	h.related = -1
+	fps, digest := s.requestSketch()
+	level := max(sampleLevel(fps), h.level)
+	tag := relTag(h.id)
+	keys := sample(append(s.relKeys[:0], relKey(tag, digest)), fps, level)
+	for i := 1; i < len(keys); i++ {
+		keys[i] = relKey(tag, keys[i])
+	}
+	s.relKeys = keys
+	hs, err := s.v.store.Lookup(ctx, keys)
+	if err != nil {
+		return false, fmt.Errorf("verify: related request lookup: %w", err)
+	}
+	if len(hs) != len(keys) {
+		return false, fmt.Errorf("verify: related request lookup: %d answers for %d keys", len(hs), len(keys))
+	}
+	if hs[0].Count > 0 {
+		h.related = 1 // the same texts
+		return true, nil
+	}
+	shared, ours := 0, len(keys)-1
+	for _, x := range hs[1:] {
+		if x.Count > 0 {
+			shared++
+		}
+	}
+	// Their sample at the common level: theirs thinned by the levels
+	// between (in expectation), or unknown.
+	smaller := ours
+	if h.n >= 0 {
+		smaller = min(smaller, h.n>>(level-h.level))
+	}
+	if shared > 0 && relatedShare*shared >= smaller {
+		h.related = 1
+	}
+	return h.related > 0, nil
+}
