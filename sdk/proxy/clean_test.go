@@ -300,7 +300,7 @@ func (r cleanResult) report() string {
 		fmt.Fprintf(&b, "  %-15s %5d sent %4d refused\n", k, r.byKind[k][0], r.byKind[k][1])
 	}
 	for i, a := range r.alarms {
-		if i == 20 {
+		if i == 60 {
 			fmt.Fprintf(&b, "  … %d more\n", len(r.alarms)-20)
 			break
 		}
