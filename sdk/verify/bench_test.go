@@ -8,6 +8,7 @@ import (
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
@@ -102,11 +103,12 @@ func BenchmarkBegin4KB(b *testing.B) {
 
 // BenchmarkCheck4KB is a whole exchange as the guard runs it: Begin of a
 // request, a 4 KB answer, and Close recording the clean answer. The store
-// remembers the last 256 exchanges and the 512 exchanges cycle with fresh
-// IDs, so every answer is new to the store, as on a clean path.
+// remembers the last 256 exchanges (512 holders: each request and its
+// answer, no instructions) and the 512 exchanges cycle with fresh IDs, so
+// every answer is new to the store, as on a clean path.
 func BenchmarkCheck4KB(b *testing.B) {
 	ctx := context.Background()
-	v := newTestVerifier(b, Options{Inbound: policies.Inbound{MaxExchanges: 256}})
+	v := newTestVerifier(b, Options{Store: fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 512})})
 	g := newGen(9, 10)
 	type pair struct {
 		texts  []string

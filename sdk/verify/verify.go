@@ -115,8 +115,9 @@ type Options struct {
 	// HashKey keys the scanner built when Scanner is nil (nil: random).
 	HashKey []byte
 	// Store remembers fingerprints across exchanges; nil means a
-	// fingerprint.MemoryStore of 2·Inbound.MaxExchanges holders (an
-	// exchange's request and its answer are two holders). Share a
+	// fingerprint.MemoryStore of 3·Inbound.MaxExchanges holders (an
+	// exchange's request, what only its instructions hold, and its answer
+	// are three holders: see provenance.go). Share a
 	// fingerprint.RedisStore between processes to see each other's
 	// exchanges (they must then share Fingerprint and CanaryKey: CanaryKey
 	// also keys the principal tags in holder names).
@@ -267,13 +268,13 @@ func New(opts Options) (*Verifier, error) {
 		v.ttl = fingerprint.DefaultTTL
 	}
 	if v.store == nil {
-		// An exchange is two holders: its request and its answer (see
-		// provenance.go).
+		// An exchange is up to three holders: its request, what only its
+		// instructions hold, and its answer (see provenance.go).
 		n := opts.Inbound.MaxExchanges
 		if n <= 0 {
 			n = fingerprint.DefaultMaxExchanges
 		}
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 2 * n})
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n})
 	}
 	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey
