@@ -145,22 +145,24 @@ import (
 // The cost: an organisation whose customer has two principals (two API
 // keys) treats that customer's own system prompt as shared.
 //
-// # Repeated canaries
+// # Repeated requests
 //
 // A response cache keyed on the question (or any cache that does not key
 // on the whole prompt, which the canary makes different in every request)
 // serves the answer the model gave to exchange X to a later exchange; a
-// model that echoes its prompt has X's canary in that answer. A canary of
-// exchange X in this exchange's answer is not contamination when X's
-// request held nothing this one does not: every text of X's request, as
-// written and normalised (see requestDigest), is one of this request's
-// texts (the same question; or this request continues X's conversation).
-// Then whatever X's cache pages or X's answer held came from texts this
-// exchange sent too. Anything less (a shared system prompt, a related
-// request by the fingerprint share below) keeps the canary a signal: a
-// canary sits next to X's last message, and the short private fragments
-// that come along with it in a faulty engine's pages are what canaries
-// are there to catch.
+// model that echoes its prompt has X's canary line in that answer. The
+// request of exchange X is no source of foreign material for this
+// exchange when it held nothing this one does not: every text of X's
+// request, as written and normalised (see requestDigest), is one of this
+// request's texts (the same question; or this request continues X's
+// conversation). Then X's canary in this exchange's answer is not a
+// signal, nor a run of X's request (its texts are this exchange's, and the
+// rest is what the guard added: its canary line), and whatever X's cache
+// pages or X's answer held came from texts this exchange sent too.
+// Anything less (a shared system prompt, a related request by the
+// fingerprint share below) keeps X's canary a signal: a canary sits next
+// to X's last message, and the short private fragments that come along
+// with it in a faulty engine's pages are what canaries are there to catch.
 //
 // To tell, a clean answer records with its relation keys a key per
 // distinct text of its request (up to relTexts of them; texts holding
@@ -182,7 +184,7 @@ const relSample = 64
 const relatedShare = 2
 
 // relTexts bounds the distinct texts of a request an answer records keys
-// for (see Repeated canaries): a request of more is never contained in
+// for (see Repeated requests): a request of more is never contained in
 // another.
 const relTexts = 64
 
@@ -475,7 +477,7 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 			texts = s.ex.Sent
 		}
 		s.digest, s.textDig = requestDigests(texts, s.textDig[:0])
-		// The texts of a repeated request (see Repeated canaries): distinct,
+		// The texts of a repeated request (see Repeated requests): distinct,
 		// the guard's canary line left out.
 		k := 0
 		for i, d := range s.textDig {
@@ -491,8 +493,8 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 }
 
 // relationKeys appends to dst the relation keys this exchange's answer
-// records (see Related requests, and Repeated canaries for the keys of its
-// texts) and returns them with the level and size of the sample.
+// records (see Related requests, and Repeated requests for the keys of
+// its texts) and returns them with the level and size of the sample.
 func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 	fps, digest := s.requestSketch()
 	level := sampleLevel(fps)
@@ -514,7 +516,7 @@ func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 }
 
 // containsRequest reports whether every text of the request of exchange
-// id is one of this exchange's (see Repeated canaries), asking the store
+// id is one of this exchange's (see Repeated requests), asking the store
 // once per exchange.
 func (s *session) containsRequest(ctx context.Context, id string) (bool, error) {
 	for _, c := range s.contains {

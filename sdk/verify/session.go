@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -78,10 +79,12 @@ type scratch struct {
 	hasSketch bool
 	reqFP     []uint64                  // distinct request fingerprints
 	digest    uint64                    // digest of the request's texts
-	textDig   []uint64                  // digests of its distinct texts (see Repeated canaries)
+	textDig   []uint64                  // digests of its distinct texts (see Repeated requests)
 	relKeys   []uint64                  // keys of a related-request lookup, or of the answer's record
 	rwin      *fingerprint.Winnower     // fingerprints texts sent in another form, on first use
 	rfps      []fingerprint.Fingerprint // its output
+	kwin      *fingerprint.Winnower     // every k-gram of a run's text (see respliced), on first use
+	kfps      []fingerprint.Fingerprint // its output
 
 	// Shared instructions (see provenance.go): the k-grams of the texts
 	// that are not instructions, and the request's record split.
@@ -109,7 +112,8 @@ func (v *Verifier) putScratch(sc *scratch) {
 	if len(sc.grams.slots) > maxPooledSlots || len(sc.ownWords.slots) > maxPooledSlots ||
 		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
 		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots ||
-		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots {
+		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots ||
+		cap(sc.kfps) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -398,7 +402,7 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	s.signalled = s.signalled || len(sigs) > 0
 	incomplete := end.Truncated || abortFinish(end.FinishReason)
 	// A clean answer is recorded for its text (a source), and with a
-	// canary for its request's texts (see Repeated canaries).
+	// canary for its request's texts (see Repeated requests).
 	source := s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 || s.v.on(policies.SignalCanary) && s.canary != ""
 	if source && !end.Refused && !incomplete && !s.signalled {
 		keys, level, n := s.relationKeys(append(s.relKeys[:0], s.respFP...))
@@ -601,7 +605,7 @@ func overlapsCanary(cs []canaryHit, f classifiers.Finding) bool {
 // foreignCanary returns the signal of canary h, not minted for this
 // exchange, naming the exchange it was minted for when the store remembers
 // it; none when that exchange's request held nothing this one does not (a
-// repeated answer: see Repeated canaries in provenance.go).
+// repeated answer: see Repeated requests in provenance.go).
 func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) ([]inbound.Signal, error) {
 	sig := inbound.Signal{ID: policies.SignalCanary, Start: lo + h.start, End: lo + h.end,
 		Preview: maskCanary(h.token), Confidence: 1}
@@ -640,8 +644,9 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) ([]inb
 // when its k-gram occurs anywhere in this exchange's own request, when it
 // is boilerplate (built in, configured, or held by more than MaxDocFreq
 // other holders), when its words are all common words or the user's own
-// name-like data (see informative), or when all its holders are exchanges
-// of this exchange's own (known) principal. Only the fingerprints that are
+// name-like data (see informative), when all its holders are exchanges
+// of this exchange's own (known) principal, or when it is shared
+// instructions (see provenance.go). Only the fingerprints that are
 // not own or built-in boilerplate are looked up in the store, in one
 // batch; among them, one that no other exchange holds breaks every run,
 // and one held by holder X (another exchange's request, or its answer: see
@@ -651,7 +656,9 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) ([]inb
 // the lower bar of aborted.go applies. A run with another exchange's
 // answer counts only when that exchange's request is not related to this
 // one (asked once per answer, lazily: see related), and never under the
-// lower bar. A run with an exchange of the same principal never counts.
+// lower bar. A run with an exchange of the same principal never counts,
+// nor one with the request of an exchange whose texts are all this one's
+// (see Repeated requests).
 // Each source exchange is reported once, its request before its answer.
 func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]inbound.Signal, error) {
 	if len(fps) == 0 {
@@ -746,6 +753,9 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			if !full && (r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes) {
 				continue
 			}
+			if s.respliced(r) {
+				continue // this request's own text, cut and joined
+			}
 			h := s.holderOf(src)
 			switch {
 			case !h.known:
@@ -777,6 +787,17 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				}
 			}
 			s.reported = append(s.reported, src)
+			if full {
+				// A request that held nothing this one does not is this
+				// one's text, and the guard's canary line (see Repeated
+				// requests in provenance.go).
+				if yes, err := s.containsRequest(ctx, h.id); err != nil || yes {
+					if err != nil {
+						return sigs, err
+					}
+					continue
+				}
+			}
 			if s.reportedExchange(h.id) {
 				continue
 			}
@@ -813,6 +834,62 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		}
 	}
 	return sigs, nil
+}
+
+// respliced reports whether the run r is this exchange's own request (its
+// texts as written and as sent, the canary line included) cut and joined:
+// its bytes lie in k-grams of the request, and every stretch between them
+// (a piece shorter than a k-gram, or one cut by the start or the end of
+// the answer or of the run) is either free of words or, its ends trimmed
+// to words, found as it is in the request. The answer quotes its request in
+// pieces (a model repeating its prompt), and what it shares with another
+// exchange is only where the pieces join, which the other exchange's
+// answer joined alike from texts both requests have: no text of another
+// exchange is in it. Computed only for a run about to count: every k-gram
+// of the run's text and of 4·K bytes either side.
+func (s *session) respliced(r *run) bool {
+	o := s.v.opts.Fingerprint
+	if s.kwin == nil {
+		all := o
+		all.Window = 1
+		s.kwin = fingerprint.NewWinnower(all)
+	}
+	k := o.K
+	if k <= 0 {
+		k = fingerprint.DefaultK
+	}
+	lo, hi := max(0, r.start-4*k), min(len(s.buf), r.end+4*k)
+	s.kwin.Reset()
+	_, _ = s.kwin.Write(s.buf[lo:hi])
+	s.kfps = s.kwin.TakeAppend(s.kfps[:0])
+	end := min(r.end, len(s.buf))
+	cur := r.start // the run's bytes before cur are the request's
+	for _, f := range s.kfps {
+		if cur >= end {
+			break
+		}
+		from, to := lo+f.Offset, lo+f.End
+		if to <= cur || !s.grams.has(f.Hash) {
+			continue
+		}
+		if from > cur && !s.inRequest(s.buf[cur:min(from, end)]) {
+			return false
+		}
+		cur = to
+	}
+	return cur >= end || s.inRequest(s.buf[cur:end])
+}
+
+// inRequest reports whether b, its ends trimmed to words, is empty or in
+// the request's texts as it is.
+func (s *session) inRequest(b []byte) bool {
+	for len(b) > 0 && !isWordByte(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && !isWordByte(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return len(b) == 0 || bytes.Contains(s.req, b)
 }
 
 // full reports whether r is contamination under the ordinary bar.
