@@ -17,11 +17,14 @@ import (
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
-// step is one exchange of a scenario: its request, the answer the model
-// gave, and how the response ended (zero: finish reason "stop").
+// step is one exchange of a scenario: its request (with the roles of its
+// texts, and the canary the guard places, when asked), the answer the
+// model gave, and how the response ended (zero: finish reason "stop").
 type step struct {
 	id, principal string
 	texts         []string
+	roles         []string
+	canary        bool
 	answer        string
 	end           inbound.End
 }
@@ -65,7 +68,12 @@ func play(t *testing.T, v *Verifier, steps []step, streamed bool) [][]Signal {
 		if !end.Truncated && !end.Refused && end.FinishReason == "" {
 			end.FinishReason = "stop"
 		}
-		ex := &inbound.Exchange{ID: st.id, Principal: st.principal, Texts: st.texts}
+		ex := &inbound.Exchange{ID: st.id, Principal: st.principal, Texts: st.texts, Roles: st.roles}
+		if st.canary {
+			// As the guard places it: a text of its own, sent last.
+			ex.Canary = CanaryLine(v.Mint(st.id))
+			ex.Sent = append(slices.Clone(st.texts), ex.Canary)
+		}
 		var vd *Verdict
 		var err error
 		if streamed {
