@@ -111,7 +111,7 @@ import (
 // exchange only, so holder lists truncated to MaxHolders cannot hide the
 // answer, however common the shared text is. A recorded answer costs the
 // store at most 2·relSample+1 such keys besides its fingerprints.
-
+//
 // # Shared instructions
 //
 // A run of text shared with another exchange's request counts, however
@@ -164,15 +164,33 @@ import (
 // to X's last message, and the short private fragments that come along
 // with it in a faulty engine's pages are what canaries are there to catch.
 //
-// To tell, a clean answer records with its relation keys a key per
+// To tell whether a request held nothing another does not (Repeated
+// requests), a clean answer records with its relation keys a key per
 // distinct text of its request (up to relTexts of them; texts holding
 // the exchange's own canary line are the guard's, not the caller's), and
-// one key for their number. Only when a foreign canary is found does the
-// session look up, in one batch, X's keys for each of its own texts and
-// for the numbers up to its own count: X's request is contained in this
-// one when as many of this request's texts as X had are X's. X's answer
-// must have been recorded (clean and complete): a cache serves what the
-// upstream answered, and the answer it stores is X's.
+// one key for their number. Only when a foreign canary is found, or a run
+// with X's request is about to be reported, does the session look up, in
+// one batch, X's keys for each of its own texts and for the numbers up to
+// its own count: X's request is contained in this one when as many of this
+// request's texts as X had are X's. X's answer must have been recorded
+// (clean and complete): a cache serves what the upstream answered, and the
+// answer it stores is X's. Recording the keys with the answer keeps Begin
+// as it was; the cost is that a cache serving X's answer before X's
+// session closed (a race of a few milliseconds) still raises the canary.
+//
+// # Own text, cut and joined
+//
+// A model may read its prompt back in pieces (the paged-cache test
+// server's model does, and so do real ones asked to quote): the pieces are
+// this exchange's own k-grams, never looked up, but the k-grams where two
+// pieces join are new, and another exchange's answer that joined the same
+// pieces of the same system prompt and question (around a different
+// document) holds them. A run about to count is therefore checked once
+// more (session.respliced): when each of its bytes lies in a k-gram of
+// this request, and every stretch between such k-grams (a piece shorter
+// than a k-gram, or one cut by the start or end of the answer) is free of
+// words or, trimmed to words, found as it is in the request's texts, the
+// run carries nothing of another exchange's and does not count.
 
 // relSample bounds the sample of request fingerprints an answer records
 // its relation keys for: between relSample and 2·relSample of them (all
