@@ -325,6 +325,7 @@ func (s *session) recordRequest(ctx context.Context, record []uint64) error {
 		return v.store.Record(ctx, s.holder, s.qrec, v.ttl)
 	}
 	iholder := instructionHolder(s.ex.ID, s.ptag)
+	v.instrHeld.Store(true)
 	if br, ok := v.store.(batchRecorder); ok {
 		return br.RecordAll(ctx, []string{s.holder, iholder}, [][]uint64{s.qrec, s.irec}, v.ttl)
 	}
@@ -695,7 +696,7 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		if s.ptag != "" && s.principalsOwn(holders, others) {
 			continue // the principal's own material: neutral
 		}
-		if s.sharedInstructions(holders) {
+		if others >= 2 && (!v.ownStore || v.instrHeld.Load()) && s.sharedInstructions(holders) {
 			continue // an application's shared instructions: neutral
 		}
 		// A run with exchange X goes on while X holds the fingerprints.

@@ -85,6 +85,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aishield/aishield/classifiers"
@@ -222,6 +223,14 @@ type Verifier struct {
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
+
+	// ownStore: the store was made by New, so this Verifier records all
+	// it holds; instrHeld: it has recorded what only a request's
+	// instructions hold. Without both, no fingerprint can be shared
+	// instructions, and holders need not be resolved to tell (see
+	// provenance.go).
+	ownStore  bool
+	instrHeld atomic.Bool
 }
 
 var (
@@ -283,6 +292,7 @@ func New(opts Options) (*Verifier, error) {
 			n = fingerprint.DefaultMaxExchanges
 		}
 		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n})
+		v.ownStore = true
 	}
 	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey
