@@ -137,6 +137,7 @@ type run struct {
 	wordEnd    int  // end of the last informative word counted
 	rare       int  // of covered, the bytes of fingerprints held by at most MaxDocFreq/2 others
 	aborted    int8 // the source is an aborted exchange (MarkAborted): 0 not asked yet, 1 yes, -1 no
+	own        int  // respliced found the run's bytes before this the request's
 }
 
 type span struct{ start, end int }
@@ -859,12 +860,14 @@ func (s *session) respliced(r *run) bool {
 	if k <= 0 {
 		k = fingerprint.DefaultK
 	}
-	lo, hi := max(0, r.start-4*k), min(len(s.buf), r.end+4*k)
+	// A run that grows is checked again from where the last check left.
+	cur := max(r.start, r.own) // the run's bytes before cur are the request's
+	lo, hi := max(0, cur-4*k), min(len(s.buf), r.end+4*k)
 	s.kwin.Reset()
 	_, _ = s.kwin.Write(s.buf[lo:hi])
 	s.kfps = s.kwin.TakeAppend(s.kfps[:0])
 	end := min(r.end, len(s.buf))
-	cur := r.start // the run's bytes before cur are the request's
+	defer func() { r.own = max(r.own, cur) }()
 	for _, f := range s.kfps {
 		if cur >= end {
 			break
