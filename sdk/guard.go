@@ -513,8 +513,9 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	x.dest, x.Destination = d, d.Name
 
 	texts := make([]string, len(wr.Segments))
+	roles := make([]string, len(wr.Segments))
 	for i, s := range wr.Segments {
-		texts[i] = s.Text
+		texts[i], roles[i] = s.Text, s.Role
 	}
 	ev, err := g.evaluate(ctx, x, texts)
 	if err != nil {
@@ -539,7 +540,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		}
 	}
 	info := &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
-		Texts: texts, Sent: sent, Findings: ev.Findings, FindingsKey: g.findingsKey, Placeholders: x.vault.order,
+		Texts: texts, Roles: roles, Sent: sent, Findings: ev.Findings, FindingsKey: g.findingsKey, Placeholders: x.vault.order,
 		Tokens: ev.Tokens, TokensExact: ev.TokensExact, Streamed: wr.Stream, Principal: x.Principal}
 	x.info = info
 	changed := x.Redacted > 0
@@ -674,15 +675,16 @@ func (g *Guard) Replay(ctx context.Context, c Capture) (*Exchange, error) {
 	x.dest, x.Destination, x.replay = d, d.Name, true
 	x.Decision = policies.Decision{Action: policies.ActionAllow, Destination: d.Name}
 	texts := make([]string, len(wr.Segments))
+	roles := make([]string, len(wr.Segments))
 	for i, s := range wr.Segments {
-		texts[i] = s.Text
+		texts[i], roles[i] = s.Text, s.Role
 		if s.Role != "" {
 			x.prompt = append(x.prompt, s.Text)
 		}
 	}
 	x.tokenizer = d.Tokenizer != ""
 	x.info = &inbound.Exchange{ID: x.ID, Destination: d.Name, Provider: provider, Model: wr.Model,
-		Texts: texts, Sent: texts, Streamed: wr.Stream, Principal: x.Principal}
+		Texts: texts, Roles: roles, Sent: texts, Streamed: wr.Stream, Principal: x.Principal}
 	if g.verifier != nil {
 		sess, err := safeCall(func() (inbound.Session, error) { return g.verifier.Begin(ctx, x.info) })
 		if err != nil {

@@ -74,27 +74,42 @@ func (e *RedisError) Unwrap() error { return e.Err }
 
 // Record implements [Store].
 func (s *RedisStore) Record(ctx context.Context, exchange string, hashes []uint64, ttl time.Duration) error {
+	return s.RecordAll(ctx, []string{exchange}, [][]uint64{hashes}, ttl)
+}
+
+// RecordAll records, for each i, that exchanges[i] holds hashes[i], as
+// Record does, in one pipeline: one round trip per Batch fingerprints in
+// all, rather than per exchange.
+func (s *RedisStore) RecordAll(ctx context.Context, exchanges []string, hashes [][]uint64, ttl time.Duration) error {
+	if len(exchanges) != len(hashes) {
+		return &RedisError{Op: "record", Err: fmt.Errorf("%d exchanges for %d lists of hashes", len(exchanges), len(hashes))}
+	}
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
 	now := s.now()
 	expires := float64(now.Add(ttl).UnixMilli())
 	nowMs := strconv.FormatInt(now.UnixMilli(), 10)
-	hashes = dedupe(hashes)
-	for len(hashes) > 0 {
-		n := min(len(hashes), s.opts.Batch)
-		pipe := s.c.Pipeline()
-		for _, h := range hashes[:n] {
+	pipe, queued := s.c.Pipeline(), 0
+	for i, exchange := range exchanges {
+		for _, h := range dedupe(hashes[i]) {
 			k := s.key(h)
 			pipe.ZAdd(ctx, k, redis.Z{Score: expires, Member: exchange})
 			pipe.ZRemRangeByScore(ctx, k, "-inf", nowMs)
 			pipe.ZRemRangeByRank(ctx, k, 0, int64(-s.opts.MaxHolders-1))
 			pipe.PExpire(ctx, k, ttl)
+			if queued++; queued == s.opts.Batch {
+				if _, err := pipe.Exec(ctx); err != nil {
+					return &RedisError{Op: "record", Err: err}
+				}
+				pipe, queued = s.c.Pipeline(), 0
+			}
 		}
+	}
+	if queued > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return &RedisError{Op: "record", Err: err}
 		}
-		hashes = hashes[n:]
 	}
 	return nil
 }

@@ -240,3 +240,60 @@ func asRedisError(err error, target **RedisError) bool {
 	}
 	return ok
 }
+
+// pipelines counts the pipelines of ZADDs a Redis client executes (not
+// those of its connection handshakes).
+type pipelines struct{ n int }
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "zadd" {
+			p.n++
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisRecordAll: several holders recorded in one pipeline (one round
+// trip per Batch fingerprints in all), as Record would record each.
+func TestRedisRecordAll(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	for _, tc := range []struct {
+		batch, pipelines int
+	}{{0, 1}, {3, 3}} {
+		t.Run(fmt.Sprint("batch=", tc.batch), func(t *testing.T) {
+			count := &pipelines{}
+			c := redis.NewClient(&redis.Options{Addr: c.Options().Addr})
+			defer c.Close()
+			c.AddHook(count)
+			s := NewRedisStore(c, RedisOptions{Namespace: fmt.Sprint("all-", tc.batch), Batch: tc.batch})
+			if err := s.RecordAll(ctx, []string{"ex~q1", "ex~i1"}, [][]uint64{{1, 2, 3, 3}, {3, 4, 5, 6, 7}}, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if count.n != tc.pipelines {
+				t.Errorf("%d pipelines, want %d", count.n, tc.pipelines)
+			}
+			got, err := s.Lookup(ctx, []uint64{1, 3, 7, 9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []Holders{
+				{Count: 1, Exchanges: []string{"ex~q1"}},
+				{Count: 2, Exchanges: []string{"ex~q1", "ex~i1"}},
+				{Count: 1, Exchanges: []string{"ex~i1"}},
+				{Count: 0},
+			}
+			for i := range want {
+				if got[i].Count != want[i].Count || !sameIDs(got[i].Exchanges, want[i].Exchanges) {
+					t.Fatalf("lookup[%d] = %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			if err := s.RecordAll(ctx, []string{"ex"}, nil, time.Minute); err == nil {
+				t.Error("RecordAll with 1 exchange and 0 lists of hashes: no error")
+			}
+		})
+	}
+}

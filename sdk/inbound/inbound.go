@@ -34,6 +34,13 @@ type Exchange struct {
 	// Texts are the request's texts as the caller wrote them, in document
 	// order (messages, tool arguments and results, prompts, inputs).
 	Texts []string
+	// Roles are the speakers of the texts as the request format names them:
+	// Roles[i] is the role of Texts[i] ("system", "developer", "user",
+	// "assistant", "tool"; Anthropic's top-level system and the responses
+	// API's instructions are "system"), "" when the format does not say.
+	// nil when unknown. A verifier treats "system" and "developer" texts
+	// as instructions (see [Instruction]).
+	Roles []string
 	// Sent are the same texts as they left (placeholders in place of
 	// redacted values, the canary appended when there is one). Sent[i]
 	// corresponds to Texts[i]; a canary text, when inserted, comes last and
@@ -63,6 +70,11 @@ type Exchange struct {
 	// own, not foreign.
 	Principal string
 }
+
+// Instruction reports whether role is an instruction role: "system" or
+// "developer". Instructions are what an application sends with every
+// request (a system prompt, a policy), as opposed to what its users write.
+func Instruction(role string) bool { return role == "system" || role == "developer" }
 
 // Delta is one piece of response text handed to a [Session]: the whole text
 // of a non-streamed response, or the text of one stream event.

@@ -13,14 +13,20 @@ import (
 
 // BenchmarkVerify4KB verifies a 4 KB response (whole) against a store that
 // remembers a thousand earlier exchanges.
-func BenchmarkVerify4KB(b *testing.B) { benchVerify4KB(b, 0) }
+func BenchmarkVerify4KB(b *testing.B) { benchVerify4KB(b, 0, false) }
 
 // BenchmarkVerify4KBPrincipals is BenchmarkVerify4KB with the exchanges
 // of 50 principals (the bench exchange is one of them): holders met in the
 // store are resolved to tell the principal's own material.
-func BenchmarkVerify4KBPrincipals(b *testing.B) { benchVerify4KB(b, 50) }
+func BenchmarkVerify4KBPrincipals(b *testing.B) { benchVerify4KB(b, 50, false) }
 
-func benchVerify4KB(b *testing.B, principals int) {
+// BenchmarkVerify4KBInstructions is BenchmarkVerify4KBPrincipals with the
+// roles of the texts (a system prompt and the user's text): requests are
+// recorded under two holders, and the holders met are resolved to tell
+// shared instructions too.
+func BenchmarkVerify4KBInstructions(b *testing.B) { benchVerify4KB(b, 50, true) }
+
+func benchVerify4KB(b *testing.B, principals int, roles bool) {
 	ctx := context.Background()
 	v := newTestVerifier(b, Options{})
 	g := newGen(1, 2)
@@ -30,15 +36,22 @@ func benchVerify4KB(b *testing.B, principals int) {
 		}
 		return fmt.Sprint("key-", i%principals)
 	}
+	withRoles := func(ex *inbound.Exchange) {
+		if roles {
+			ex.Roles = []string{"system", "user"} // gen's Texts: the system prompt, the user's text
+		}
+	}
 	for i := 0; i < 1000; i++ {
 		ge := g.exchange(v, fmt.Sprint("warm-", i))
 		ge.ex.Principal = principal(i)
+		withRoles(ge.ex)
 		if _, err := v.Check(ctx, ge.ex, ge.response, inbound.End{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	ge := g.exchange(v, "bench")
 	ge.ex.Principal = principal(7)
+	withRoles(ge.ex)
 	// The guard passes its outbound findings; Begin does not rescan.
 	for _, t := range ge.ex.Texts {
 		fs, err := v.scanner.ScanString(ctx, t)
@@ -102,11 +115,13 @@ func BenchmarkBegin4KB(b *testing.B) {
 
 // BenchmarkCheck4KB is a whole exchange as the guard runs it: Begin of a
 // request, a 4 KB answer, and Close recording the clean answer. The store
-// remembers the last 256 exchanges and the 512 exchanges cycle with fresh
+// remembers the last 256 exchanges (Inbound.MaxExchanges 171 sizes the
+// default store for 513 holders, and each exchange is two: its request
+// and its answer, no instructions) and the 512 exchanges cycle with fresh
 // IDs, so every answer is new to the store, as on a clean path.
 func BenchmarkCheck4KB(b *testing.B) {
 	ctx := context.Background()
-	v := newTestVerifier(b, Options{Inbound: policies.Inbound{MaxExchanges: 256}})
+	v := newTestVerifier(b, Options{Inbound: policies.Inbound{MaxExchanges: 171}})
 	g := newGen(9, 10)
 	type pair struct {
 		texts  []string

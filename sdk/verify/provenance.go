@@ -37,6 +37,7 @@ import (
 //
 //	<id>                          the request of exchange id, principal unknown ("")
 //	<id>~q<ptag>                  the request of exchange id, principal tag ptag
+//	<id>~i<ptag>                  what only its instructions hold (see Shared instructions)
 //	<id>~a[<ptag>].<level>.<n>    the answer of exchange id (ptag absent: unknown)
 //
 // The answer is recorded under a holder of its own (derived from the
@@ -48,7 +49,9 @@ import (
 // The cost is that a fingerprint in both the request and the answer of one
 // exchange counts twice towards MaxDocFreq (it is then more readily
 // boilerplate, never more readily evidence); the default memory store is
-// sized for twice Inbound.MaxExchanges holders accordingly.
+// sized for three times Inbound.MaxExchanges holders accordingly (the
+// third: what only a request's instructions hold, see Shared
+// instructions).
 //
 // The principal tag is the first 8 bytes of HMAC-SHA256 under CanaryKey
 // of the principal, in hex: no raw principal is stored, processes that
@@ -108,6 +111,86 @@ import (
 // exchange only, so holder lists truncated to MaxHolders cannot hide the
 // answer, however common the shared text is. A recorded answer costs the
 // store at most 2·relSample+1 such keys besides its fingerprints.
+//
+// # Shared instructions
+//
+// A run of text shared with another exchange's request counts, however
+// related the requests: what an exchange sent is its own. Except an
+// application's shared instructions: a company's system prompt (its
+// return policy, its tone) goes with the requests of all its users, and an
+// answer that words the policy as the prompt does is not a leak, while a
+// single other customer's private system prompt in an answer is.
+//
+// So the request of an exchange of a known principal is recorded under two
+// holders: its fingerprints that only its instruction texts hold
+// (inbound.Exchange.Roles: "system" and "developer", Anthropic's system,
+// the responses API's instructions), under <id>~i<ptag>, and the rest
+// (with its canary and entities) under <id>~q<ptag> as before. A
+// fingerprint whose k-gram is also in a text of another role (the user
+// pasted the policy) is the request's, not only its instructions'. A
+// fingerprint is then still one key, looked up once, and each of the
+// request's fingerprints is still held by one of its holders (MaxDocFreq
+// counts as before). For stores that can (fingerprint.RedisStore's
+// RecordAll), both holders are recorded in one round trip.
+//
+// A fingerprint that the instructions of exchanges of two or more
+// distinct known principals hold (among the holders listed, which are all
+// of them below MaxDocFreq) is shared instructions: neutral,
+// like boilerplate, wherever else it is held (another exchange's answer
+// quoting the prompt, a request that pasted it). Material that the
+// instructions of one principal's exchanges hold, however many, still
+// counts. Principals unknown, nothing tells an application's shared prompt
+// from one customer's prompt sent twice: such requests are recorded under
+// one holder as before, and their instructions count for no principal.
+// The cost: an organisation whose customer has two principals (two API
+// keys) treats that customer's own system prompt as shared.
+//
+// # Repeated requests
+//
+// A response cache keyed on the question (or any cache that does not key
+// on the whole prompt, which the canary makes different in every request)
+// serves the answer the model gave to exchange X to a later exchange; a
+// model that echoes its prompt has X's canary line in that answer. The
+// request of exchange X is no source of foreign material for this
+// exchange when it held nothing this one does not: every text of X's
+// request, as written and normalised (see requestDigest), is one of this
+// request's texts (the same question; or this request continues X's
+// conversation). Then X's canary in this exchange's answer is not a
+// signal, nor a run of X's request (its texts are this exchange's, and the
+// rest is what the guard added: its canary line), and whatever X's cache
+// pages or X's answer held came from texts this exchange sent too.
+// Anything less (a shared system prompt, a related request by the
+// fingerprint share below) keeps X's canary a signal: a canary sits next
+// to X's last message, and the short private fragments that come along
+// with it in a faulty engine's pages are what canaries are there to catch.
+//
+// To tell whether a request held nothing another does not (Repeated
+// requests), a clean answer records with its relation keys a key per
+// distinct text of its request (up to relTexts of them; texts holding
+// the exchange's own canary line are the guard's, not the caller's), and
+// one key for their number. Only when a foreign canary is found, or a run
+// with X's request is about to be reported, does the session look up, in
+// one batch, X's keys for each of its own texts and for the numbers up to
+// its own count: X's request is contained in this one when as many of this
+// request's texts as X had are X's. X's answer must have been recorded
+// (clean and complete): a cache serves what the upstream answered, and the
+// answer it stores is X's. Recording the keys with the answer keeps Begin
+// as it was; the cost is that a cache serving X's answer before X's
+// session closed (a race of a few milliseconds) still raises the canary.
+//
+// # Own text, cut and joined
+//
+// A model may read its prompt back in pieces (the paged-cache test
+// server's model does, and so do real ones asked to quote): the pieces are
+// this exchange's own k-grams, never looked up, but the k-grams where two
+// pieces join are new, and another exchange's answer that joined the same
+// pieces of the same system prompt and question (around a different
+// document) holds them. A run about to count is therefore checked once
+// more (session.respliced): when each of its bytes lies in a k-gram of
+// this request, and every stretch between such k-grams (a piece shorter
+// than a k-gram, or one cut by the start or end of the answer) is free of
+// words or, trimmed to words, found as it is in the request's texts, the
+// run carries nothing of another exchange's and does not count.
 
 // relSample bounds the sample of request fingerprints an answer records
 // its relation keys for: between relSample and 2·relSample of them (all
@@ -118,10 +201,16 @@ const relSample = 64
 // are at least 1/relatedShare of the smaller one's.
 const relatedShare = 2
 
+// relTexts bounds the distinct texts of a request an answer records keys
+// for (see Repeated requests): a request of more is never contained in
+// another.
+const relTexts = 64
+
 // Holder name suffixes.
 const (
 	holderSep     = '~'
 	requestSuffix = 'q'
+	instrSuffix   = 'i'
 	answerSuffix  = 'a'
 	ptagLen       = 16 // hex characters of a principal tag
 )
@@ -169,6 +258,13 @@ func (v *Verifier) requestHolder(id, p string) (name, ptag string) {
 	return name, name[len(id)+2:]
 }
 
+// instructionHolder is the holder name of what only the instructions of
+// the request of exchange id, of the principal whose tag is ptag (not ""),
+// hold.
+func instructionHolder(id, ptag string) string {
+	return id + string(holderSep) + string(instrSuffix) + ptag
+}
+
 // answerHolder is the holder name of an exchange's answer, with the level
 // and size of the sample of its request's fingerprints that it recorded
 // relation keys for.
@@ -182,6 +278,7 @@ type holder struct {
 	known  bool   // the store still remembered the name
 	id     string // exchange ID
 	answer bool   // the holder is an exchange's answer, not its request
+	instr  bool   // the holder is what only the instructions of a request hold
 	ptag   string // principal tag, "" unknown
 	level  int    // answers: level of the sample of their request's fingerprints
 	n      int    // answers: its size (-1 unknown)
@@ -200,9 +297,9 @@ func parseHolder(name string) holder {
 	}
 	suf := name[i+1:]
 	switch suf[0] {
-	case requestSuffix:
+	case requestSuffix, instrSuffix:
 		if len(suf) == 1+ptagLen && isHex(suf[1:]) {
-			h.id, h.ptag = name[:i], suf[1:]
+			h.id, h.ptag, h.instr = name[:i], suf[1:], suf[0] == instrSuffix
 		}
 	case answerSuffix:
 		rest := suf[1:]
@@ -291,8 +388,13 @@ func relTag(id string) uint64 {
 func relKey(tag, h uint64) uint64 { return mix64(tag ^ mix64(h+0x2545f4914f6cdd1d)) }
 
 // digestTag sets apart a request digest from the fingerprints in relation
-// keys.
-const digestTag = 0x9e3779b97f4a7c15
+// keys; textTag the digest of one text from a request's; countTag the
+// number of a request's texts.
+const (
+	digestTag = 0x9e3779b97f4a7c15
+	textTag   = 0x6a09e667f3bcc909
+	countTag  = 0x3c6ef372fe94f82b
+)
 
 // requestDigest returns the digest of texts as written, normalised: case
 // folded, every run of characters other than letters and digits one
@@ -301,10 +403,25 @@ const digestTag = 0x9e3779b97f4a7c15
 // digest. It is FNV-1a (64 bits), keyed by nothing: it is only ever stored
 // mixed into a relation key.
 func requestDigest(texts []string) uint64 {
-	const prime = 1099511628211
-	h := uint64(14695981039346656037)
-	put := func(b byte) { h = (h ^ uint64(b)) * prime }
+	d, _ := requestDigests(texts, nil)
+	return d
+}
+
+// requestDigests returns requestDigest(texts) and appends to per the
+// digest of each text on its own (normalised the same way, tagged apart
+// from a request's), in one pass.
+func requestDigests(texts []string, per []uint64) (uint64, []uint64) {
+	const (
+		prime = 1099511628211
+		basis = 14695981039346656037
+	)
+	h, one := uint64(basis), uint64(basis)
+	put := func(b byte) {
+		h = (h ^ uint64(b)) * prime
+		one = (one ^ uint64(b)) * prime
+	}
 	for _, t := range texts {
+		one = basis
 		space := false
 		started := false
 		for i := 0; i < len(t); {
@@ -344,8 +461,9 @@ func requestDigest(texts []string) uint64 {
 			}
 		}
 		put(0) // texts are separated
+		per = append(per, one^textTag)
 	}
-	return h ^ digestTag
+	return h ^ digestTag, per
 }
 
 // requestSketch returns this exchange's request fingerprints (repeats
@@ -376,14 +494,25 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 		if len(texts) == 0 {
 			texts = s.ex.Sent
 		}
-		s.digest = requestDigest(texts)
+		s.digest, s.textDig = requestDigests(texts, s.textDig[:0])
+		// The texts of a repeated request (see Repeated requests): distinct,
+		// the guard's canary line left out.
+		k := 0
+		for i, d := range s.textDig {
+			if s.canary == "" || !strings.Contains(texts[i], s.canary) {
+				s.textDig[k] = d
+				k++
+			}
+		}
+		slices.Sort(s.textDig[:k])
+		s.textDig = slices.Compact(s.textDig[:k])
 	}
 	return s.reqFP, s.digest
 }
 
 // relationKeys appends to dst the relation keys this exchange's answer
-// records (see Related requests) and returns them with the level and size
-// of the sample.
+// records (see Related requests, and Repeated requests for the keys of
+// its texts) and returns them with the level and size of the sample.
 func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 	fps, digest := s.requestSketch()
 	level := sampleLevel(fps)
@@ -394,7 +523,79 @@ func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 	for i := n; i < len(dst); i++ {
 		dst[i] = relKey(tag, dst[i])
 	}
-	return dst, level, len(dst) - n
+	n = len(dst) - n
+	if k := len(s.textDig); k > 0 && k <= relTexts {
+		for _, d := range s.textDig {
+			dst = append(dst, relKey(tag, d))
+		}
+		dst = append(dst, relKey(tag, countTag+uint64(k)))
+	}
+	return dst, level, n
+}
+
+// containsRequest reports whether every text of the request of exchange
+// id is one of this exchange's (see Repeated requests), asking the store
+// once per exchange.
+func (s *session) containsRequest(ctx context.Context, id string) (bool, error) {
+	for _, c := range s.contains {
+		if c.id == id {
+			return c.yes, nil
+		}
+	}
+	s.requestSketch()
+	ours := s.textDig
+	yes := false
+	if len(ours) > 0 {
+		tag := relTag(id)
+		keys := s.relKeys[:0]
+		for _, d := range ours {
+			keys = append(keys, relKey(tag, d))
+		}
+		for k := 1; k <= min(len(ours), relTexts); k++ {
+			keys = append(keys, relKey(tag, countTag+uint64(k)))
+		}
+		s.relKeys = keys
+		hs, err := s.v.store.Lookup(ctx, keys)
+		if err != nil {
+			return false, fmt.Errorf("verify: repeated request lookup: %w", err)
+		}
+		if len(hs) != len(keys) {
+			return false, fmt.Errorf("verify: repeated request lookup: %d answers for %d keys", len(hs), len(keys))
+		}
+		hits := 0
+		for _, x := range hs[:len(ours)] {
+			if x.Count > 0 {
+				hits++
+			}
+		}
+		// Theirs had as many texts as ours share with them.
+		yes = hits > 0 && hits <= relTexts && hs[len(ours)+hits-1].Count > 0
+	}
+	s.contains = append(s.contains, containment{id, yes})
+	return yes, nil
+}
+
+// containment memoises containsRequest.
+type containment struct {
+	id  string
+	yes bool
+}
+
+// sharedInstructions reports whether the instructions of exchanges of two
+// or more distinct known principals are among holders (see Shared
+// instructions).
+func (s *session) sharedInstructions(holders []fingerprint.Ref) bool {
+	first := ""
+	for _, src := range holders {
+		switch h := s.holderOf(src); {
+		case !h.instr || h.ptag == "":
+		case first == "":
+			first = h.ptag
+		case h.ptag != first:
+			return true
+		}
+	}
+	return false
 }
 
 // related reports whether the request of the exchange whose answer is h

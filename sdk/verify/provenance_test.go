@@ -17,11 +17,14 @@ import (
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
-// step is one exchange of a scenario: its request, the answer the model
-// gave, and how the response ended (zero: finish reason "stop").
+// step is one exchange of a scenario: its request (with the roles of its
+// texts, and the canary the guard places, when asked), the answer the
+// model gave, and how the response ended (zero: finish reason "stop").
 type step struct {
 	id, principal string
 	texts         []string
+	roles         []string
+	canary        bool
 	answer        string
 	end           inbound.End
 }
@@ -65,7 +68,12 @@ func play(t *testing.T, v *Verifier, steps []step, streamed bool) [][]Signal {
 		if !end.Truncated && !end.Refused && end.FinishReason == "" {
 			end.FinishReason = "stop"
 		}
-		ex := &inbound.Exchange{ID: st.id, Principal: st.principal, Texts: st.texts}
+		ex := &inbound.Exchange{ID: st.id, Principal: st.principal, Texts: st.texts, Roles: st.roles}
+		if st.canary {
+			// As the guard places it: a text of its own, sent last.
+			ex.Canary = CanaryLine(v.Mint(st.id))
+			ex.Sent = append(slices.Clone(st.texts), ex.Canary)
+		}
 		var vd *Verdict
 		var err error
 		if streamed {
@@ -546,10 +554,12 @@ func TestHolderNames(t *testing.T) {
 	}{
 		{first(v.requestHolder("9f2c", "")), holder{known: true, id: "9f2c", n: -1}},
 		{first(v.requestHolder("9f2c", "sk-live-0123456789")), holder{known: true, id: "9f2c", ptag: tag, n: -1}},
+		{instructionHolder("9f2c", tag), holder{known: true, id: "9f2c", instr: true, ptag: tag, n: -1}},
 		{answerHolder("9f2c", tag, 3, 97), holder{known: true, id: "9f2c", answer: true, ptag: tag, level: 3, n: 97}},
 		{answerHolder("9f2c", "", 0, 5), holder{known: true, id: "9f2c", answer: true, n: 5}},
 		{answerHolder("a~b", "", 0, 5), holder{known: true, id: "a~b", answer: true, n: 5}},
 		{"ex~qnothex", holder{known: true, id: "ex~qnothex", n: -1}},
+		{"ex~i", holder{known: true, id: "ex~i", n: -1}},
 		{"ex~a.x.1", holder{known: true, id: "ex~a.x.1", n: -1}},
 		{"ex~", holder{known: true, id: "ex~", n: -1}},
 		{"aborted:ex", holder{known: true, id: "aborted:ex", n: -1}},
@@ -575,12 +585,13 @@ func TestHolderNames(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
 	v = newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "names"})})
-	play(t, v, []step{{id: "ex-1", principal: "sk-live-0123456789", texts: []string{supplierEmail, changelogTemplate + changelogFacts[0]}, answer: incidentA}}, false)
+	play(t, v, []step{{id: "ex-1", principal: "sk-live-0123456789", texts: []string{changelogTemplate, supplierEmail + " " + changelogFacts[0]},
+		roles: []string{"system", "user"}, answer: incidentA}}, false)
 	keys, err := c.Keys(ctx, "names:*").Result()
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys %v, %v", keys, err)
 	}
-	answers := 0
+	answers, instr := 0, 0
 	for _, k := range keys {
 		members, err := c.ZRange(ctx, k, 0, -1).Result()
 		if err != nil {
@@ -594,11 +605,13 @@ func TestHolderNames(t *testing.T) {
 				t.Fatalf("member %q", m)
 			} else if h.answer {
 				answers++
+			} else if h.instr {
+				instr++
 			}
 		}
 	}
-	if answers == 0 {
-		t.Fatal("the answer was not recorded")
+	if answers == 0 || instr == 0 {
+		t.Fatalf("recorded %d fingerprints of the answer and %d of the instructions only, want some of each", answers, instr)
 	}
 }
 

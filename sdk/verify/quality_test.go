@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -103,6 +104,27 @@ Ferrari Esposito Ricci Lopez Sanchez Romero Navarro Visser Bakker Smit Mulder No
 Nyberg Virtanen`)
 )
 
+// termSyllables make the generated domain terms, and the names a model
+// invents (see gen.inventedName).
+var termSyllables = strings.Fields("ka lo mi ren tor vex sa qui dra nel po zu fen gar ix ul bra cen dor el fa gri hol ja kem lum mor nid ost pra rul sil tam ush vol wen yar zel")
+
+// inventedName is a name a model makes up for one answer (what an example
+// is for, an example person's surname), for the purpose what: four
+// syllables of 38 drawn from a hash of the exchange ID (not from the
+// generator's random source), capitalised, so that two answers rarely make
+// up the same (one pair in two million).
+func inventedName(id, what string) string {
+	h := fnv.New64a()
+	h.Write([]byte(what + "\x00" + id))
+	x := h.Sum64()
+	var b strings.Builder
+	for range 4 {
+		b.WriteString(termSyllables[x%uint64(len(termSyllables))])
+		x /= uint64(len(termSyllables))
+	}
+	return strings.ToUpper(b.String()[:1]) + b.String()[1:]
+}
+
 // gen generates exchanges; its vocabulary of domain terms is generated once
 // from its seed.
 type gen struct {
@@ -117,7 +139,7 @@ type gen struct {
 
 func newGen(seed1, seed2 uint64) *gen {
 	r := rand.New(rand.NewPCG(seed1, seed2))
-	syl := strings.Fields("ka lo mi ren tor vex sa qui dra nel po zu fen gar ix ul bra cen dor el fa gri hol ja kem lum mor nid ost pra rul sil tam ush vol wen yar zel")
+	syl := termSyllables
 	sfx := strings.Fields("ate ion ity or ing ment al ics ure ase ine ode ex")
 	seen := map[string]bool{}
 	g := &gen{r: r}
@@ -399,15 +421,36 @@ func (g *gen) exchange(v *Verifier, id string) *genExchange {
 	case 0: // quote the user's own data, reformatted
 		fmt.Fprintf(&resp, " I will contact %s at %s or %s about the card ending %s.", p.name, strings.ToUpper(p.email), strings.ReplaceAll(p.phone, " ", ""), strings.ReplaceAll(p.card, " ", "-"))
 	case 1: // model-written example values, in the model's own words
+		// What the example is for, and the example person's surname, are
+		// names the model makes up for this answer (see inventedName): as
+		// many as the answers. They used to be drawn from short lists (a
+		// code of 400 two-syllable ones and a term of the Zipf head for
+		// what the example is for, one of 62 first names for its address,
+		// another code for the URL's path), and two unrelated answers
+		// then shared runs across the stock wording by chance ("…the
+		// Dunixdun porengarity, send it to https://api.example.com/v1/drasa
+		// with the id", ", use lars@example.com and the sandbox card 4242
+		// 4242 4242 4242. Our perishable"): false alarms in 3 corpora of 25
+		// (seeds 2, 10 and 19), one of which cut a stream before its real
+		// fragment was seen. Two real answers name the same product and
+		// the same example person around the same stock sentence when
+		// they answer the same question, not by chance. The draws of the
+		// short lists are still made, so that the rest of every corpus
+		// stays as it was.
 		lead := g.pick([]string{"To try the", "If you want to test the", "For a dry run of the", "When you rehearse the", "Before going live with the"})
-		what := g.code() + " " + g.term()
+		_, _ = g.code(), g.term()
+		what, surname := inventedName(id, "product"), inventedName(id, "surname")
 		switch g.r.IntN(3) {
 		case 0:
-			fmt.Fprintf(&resp, " %s %s, use %s@example.com and %s 4242 4242 4242 4242.", lead, what, strings.ToLower(g.pick(firstNames)), g.pick([]string{"the test card", "the sandbox card", "a dummy card such as", "the card"}))
+			first := strings.ToLower(g.pick(firstNames))
+			fmt.Fprintf(&resp, " %s %s, use %s.%s@example.com and %s 4242 4242 4242 4242.", lead, what, first, strings.ToLower(surname), g.pick([]string{"the test card", "the sandbox card", "a dummy card such as", "the card"}))
 		case 1:
-			fmt.Fprintf(&resp, " %s %s, a %s record could read: %s, %s.%s@example.org, 4111 1111 1111 1111.", lead, what, g.term(), g.pick(firstNames), strings.ToLower(g.pick(firstNames)), strings.ToLower(g.lastName()))
+			term, first := g.term(), g.pick(firstNames)
+			_, _ = g.pick(firstNames), g.lastName()
+			fmt.Fprintf(&resp, " %s %s, a %s record could read: %s %s, %s.%s@example.org, 4111 1111 1111 1111.", lead, what, term, first, surname, strings.ToLower(first), strings.ToLower(surname))
 		default:
-			fmt.Fprintf(&resp, " %s %s, send it to https://api.example.com/v1/%s with %s %d.", lead, what, strings.ToLower(g.code()), g.pick([]string{"the header X-Request-Id:", "a request number like", "the id"}), g.r.IntN(100000))
+			_ = g.code()
+			fmt.Fprintf(&resp, " %s %s, send it to https://api.example.com/v1/%s with %s %d.", lead, what, strings.ToLower(what), g.pick([]string{"the header X-Request-Id:", "a request number like", "the id"}), g.r.IntN(100000))
 		}
 	case 2: // quote the shared system prompt
 		fmt.Fprintf(&resp, " As instructed: %q", sys[:min(len(sys), 90+g.r.IntN(60))])

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/aishield/aishield/classifiers"
@@ -38,6 +40,7 @@ type session struct {
 	reported []fingerprint.Ref // sources reported, or never to be (own principal, related answer)
 	named    []string          // exchanges named by a cross-exchange signal
 	answers  []fingerprint.Ref // answer sources whose run is complete at the current fingerprint
+	contains []containment     // exchanges whose requests this one does or does not contain
 
 	firstID, firstModel string
 	idChanged           bool
@@ -54,6 +57,7 @@ type scratch struct {
 	respFP   []uint64 // the response's fingerprints, recorded on Close
 	record   []uint64 // the request's, recorded by Begin
 	written  []span   // the ranges of record that are fingerprints of texts as written
+	instr    []span   // the ranges of record that are fingerprints of instruction texts
 	rewrite  []int    // the texts whose sent form differs from the written one
 	req      []byte   // the request's texts
 	texts    []span   // its distinct texts in req (written and sent)
@@ -76,9 +80,18 @@ type scratch struct {
 	hasSketch bool
 	reqFP     []uint64                  // distinct request fingerprints
 	digest    uint64                    // digest of the request's texts
+	textDig   []uint64                  // digests of its distinct texts (see Repeated requests)
 	relKeys   []uint64                  // keys of a related-request lookup, or of the answer's record
 	rwin      *fingerprint.Winnower     // fingerprints texts sent in another form, on first use
 	rfps      []fingerprint.Fingerprint // its output
+	kwin      *fingerprint.Winnower     // every k-gram of a run's text (see respliced), on first use
+	kfps      []fingerprint.Fingerprint // its output
+
+	// Shared instructions (see provenance.go): the k-grams of the texts
+	// that are not instructions, and the request's record split.
+	userGrams hashSet
+	qrec      []uint64
+	irec      []uint64
 }
 
 // maxPooledSlots bounds the hash tables kept for reuse (a huge request's
@@ -99,7 +112,9 @@ func (v *Verifier) getScratch() *scratch {
 func (v *Verifier) putScratch(sc *scratch) {
 	if len(sc.grams.slots) > maxPooledSlots || len(sc.ownWords.slots) > maxPooledSlots ||
 		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
-		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots {
+		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots ||
+		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots ||
+		cap(sc.kfps) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -123,6 +138,7 @@ type run struct {
 	wordEnd    int  // end of the last informative word counted
 	rare       int  // of covered, the bytes of fingerprints held by at most MaxDocFreq/2 others
 	aborted    int8 // the source is an aborted exchange (MarkAborted): 0 not asked yet, 1 yes, -1 no
+	own        int  // respliced found the run's bytes before this the request's
 }
 
 type span struct{ start, end int }
@@ -208,7 +224,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
 	record := s.record[:0]
-	s.written, s.rewrite = s.written[:0], s.rewrite[:0]
+	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
 		s.win.Reset()
 		_, _ = s.win.Write(s.req[t.start:t.end])
@@ -222,6 +238,9 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 			s.written = append(s.written, span{start, len(record)})
 		case i < len(ex.Texts):
 			s.rewrite = append(s.rewrite, i)
+		}
+		if s.instruction(i) {
+			s.instr = append(s.instr, span{start, len(record)})
 		}
 	}
 	s.win.Reset()
@@ -246,12 +265,76 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	s.record = record
 	s.holder, s.ptag = v.requestHolder(ex.ID, ex.Principal)
 	if crossOn || v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
-		if err := v.store.Record(ctx, s.holder, record, v.ttl); err != nil {
+		if err := s.recordRequest(ctx, record); err != nil {
 			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// instruction reports whether the i-th text sent is an instruction (see
+// inbound.Instruction): Sent[i] is Texts[i] as it left, and Roles[i] its
+// role. The canary text the guard added has no role.
+func (s *session) instruction(i int) bool {
+	return i < len(s.ex.Texts) && i < len(s.ex.Roles) && inbound.Instruction(s.ex.Roles[i])
+}
+
+// batchRecorder is implemented by stores that record several holders in
+// one round trip (fingerprint.RedisStore).
+type batchRecorder interface {
+	RecordAll(ctx context.Context, exchanges []string, hashes [][]uint64, ttl time.Duration) error
+}
+
+// recordRequest records the request's record (its fingerprints, canary and
+// entities) under its holder. For a known principal whose request has
+// instruction texts, the fingerprints that only they hold (no k-gram of a
+// text of another role has them) go under the instruction holder instead
+// (see Shared instructions in provenance.go), in the same round trip when
+// the store can.
+func (s *session) recordRequest(ctx context.Context, record []uint64) error {
+	v := s.v
+	if s.ptag == "" || len(s.instr) == 0 || !v.on(policies.SignalCrossExchange) {
+		return v.store.Record(ctx, s.holder, record, v.ttl)
+	}
+	s.userGrams.reset(len(s.req) / 2)
+	addGram := func(h uint64) { s.userGrams.add(h) }
+	for i, t := range s.sent {
+		if !s.instruction(i) {
+			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+		}
+	}
+	for i, t := range s.texts[:len(s.ex.Texts)] {
+		if !s.instruction(i) && (i >= len(s.sent) || t != s.sent[i]) { // written otherwise than sent
+			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+		}
+	}
+	s.qrec, s.irec = s.qrec[:0], s.irec[:0]
+	next := 0
+	for _, sp := range s.instr {
+		s.qrec = append(s.qrec, record[next:sp.start]...)
+		for _, h := range record[sp.start:sp.end] {
+			if s.userGrams.has(h) {
+				s.qrec = append(s.qrec, h)
+			} else {
+				s.irec = append(s.irec, h)
+			}
+		}
+		next = sp.end
+	}
+	s.qrec = append(s.qrec, record[next:]...)
+	if len(s.irec) == 0 {
+		return v.store.Record(ctx, s.holder, s.qrec, v.ttl)
+	}
+	iholder := instructionHolder(s.ex.ID, s.ptag)
+	v.instrHeld.Store(true)
+	if br, ok := v.store.(batchRecorder); ok {
+		return br.RecordAll(ctx, []string{s.holder, iholder}, [][]uint64{s.qrec, s.irec}, v.ttl)
+	}
+	if err := v.store.Record(ctx, s.holder, s.qrec, v.ttl); err != nil {
+		return err
+	}
+	return v.store.Record(ctx, iholder, s.irec, v.ttl)
 }
 
 // HoldBack implements inbound.Session: the bytes written that are not
@@ -323,7 +406,10 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	}
 	s.signalled = s.signalled || len(sigs) > 0
 	incomplete := end.Truncated || abortFinish(end.FinishReason)
-	if s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 && !end.Refused && !incomplete && !s.signalled {
+	// A clean answer is recorded for its text (a source), and with a
+	// canary for its request's texts (see Repeated requests).
+	source := s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 || s.v.on(policies.SignalCanary) && s.canary != ""
+	if source && !end.Refused && !incomplete && !s.signalled {
 		keys, level, n := s.relationKeys(append(s.relKeys[:0], s.respFP...))
 		s.relKeys = keys
 		if err := s.v.store.Record(ctx, answerHolder(s.ex.ID, s.ptag, level, n), keys, s.v.ttl); err != nil {
@@ -449,11 +535,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			if !accept(h.start, h.end) || h.token == s.canary {
 				continue
 			}
-			sig, err := s.foreignCanary(ctx, h, lo)
+			got, err := s.foreignCanary(ctx, h, lo)
 			if err != nil {
 				return sigs, err
 			}
-			sigs = append(sigs, sig)
+			sigs = append(sigs, got...)
 		}
 	}
 	if v.on(policies.SignalTemplateFragment) {
@@ -536,24 +622,39 @@ func overlapsCanary(cs []canaryHit, f classifiers.Finding) bool {
 	return false
 }
 
-func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbound.Signal, error) {
+// foreignCanary returns the signal of canary h, not minted for this
+// exchange, naming the exchange it was minted for when the store remembers
+// it; none when that exchange's request held nothing this one does not (a
+// repeated answer: see Repeated requests in provenance.go).
+func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) ([]inbound.Signal, error) {
 	sig := inbound.Signal{ID: policies.SignalCanary, Start: lo + h.start, End: lo + h.end,
 		Preview: maskCanary(h.token), Confidence: 1}
 	hs, err := s.v.store.Lookup(ctx, []uint64{canaryKey(h.token)})
 	if err != nil {
-		return sig, fmt.Errorf("verify: canary lookup: %w", err)
+		return nil, fmt.Errorf("verify: canary lookup: %w", err)
 	}
 	for _, name := range hs[0].Exchanges {
-		if id := parseHolder(name).id; id != s.ex.ID && s.v.Mint(id) == h.token {
+		if id := parseHolder(name).id; id != s.ex.ID && s.v.Mint(id) == h.token && !slices.Contains(sig.Sources, id) {
 			sig.Sources = append(sig.Sources, id)
 		}
 	}
 	if len(sig.Sources) > 0 {
+		repeated := true
+		for _, id := range sig.Sources {
+			yes, err := s.containsRequest(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			repeated = repeated && yes
+		}
+		if repeated {
+			return nil, nil
+		}
 		sig.Message = "canary minted for exchange " + sig.Sources[0] + ", not this one"
 	} else {
 		sig.Message = "canary not minted for this exchange (its source is no longer remembered or used another key)"
 	}
-	return sig, nil
+	return []inbound.Signal{sig}, nil
 }
 
 // cross looks fps up and extends the runs of fingerprints shared with other
@@ -563,8 +664,9 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 // when its k-gram occurs anywhere in this exchange's own request, when it
 // is boilerplate (built in, configured, or held by more than MaxDocFreq
 // other holders), when its words are all common words or the user's own
-// name-like data (see informative), or when all its holders are exchanges
-// of this exchange's own (known) principal. Only the fingerprints that are
+// name-like data (see informative), when all its holders are exchanges
+// of this exchange's own (known) principal, or when it is shared
+// instructions (see provenance.go). Only the fingerprints that are
 // not own or built-in boilerplate are looked up in the store, in one
 // batch; among them, one that no other exchange holds breaks every run,
 // and one held by holder X (another exchange's request, or its answer: see
@@ -574,7 +676,9 @@ func (s *session) foreignCanary(ctx context.Context, h canaryHit, lo int) (inbou
 // the lower bar of aborted.go applies. A run with another exchange's
 // answer counts only when that exchange's request is not related to this
 // one (asked once per answer, lazily: see related), and never under the
-// lower bar. A run with an exchange of the same principal never counts.
+// lower bar. A run with an exchange of the same principal never counts,
+// nor one with the request of an exchange whose texts are all this one's
+// (see Repeated requests).
 // Each source exchange is reported once, its request before its answer.
 func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]inbound.Signal, error) {
 	if len(fps) == 0 {
@@ -610,6 +714,9 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		holders := s.refs.Of(i)
 		if s.ptag != "" && s.principalsOwn(holders, others) {
 			continue // the principal's own material: neutral
+		}
+		if others >= 2 && (!v.ownStore || v.instrHeld.Load()) && s.sharedInstructions(holders) {
+			continue // an application's shared instructions: neutral
 		}
 		// A run with exchange X goes on while X holds the fingerprints.
 		k := 0
@@ -666,6 +773,9 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 			if !full && (r.rare < v.opts.MinAbortSpan || r.words < v.opts.MinWordBytes) {
 				continue
 			}
+			if s.respliced(r) {
+				continue // this request's own text, cut and joined
+			}
 			h := s.holderOf(src)
 			switch {
 			case !h.known:
@@ -697,10 +807,24 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 				}
 			}
 			s.reported = append(s.reported, src)
+			if full {
+				// A request that held nothing this one does not is this
+				// one's text, and the guard's canary line (see Repeated
+				// requests in provenance.go).
+				if yes, err := s.containsRequest(ctx, h.id); err != nil || yes {
+					if err != nil {
+						return sigs, err
+					}
+					continue
+				}
+			}
 			if s.reportedExchange(h.id) {
 				continue
 			}
 			msg := fmt.Sprintf("%d bytes of text shared with the request of exchange %s (%d fingerprints in a row)", r.covered, h.id, r.n)
+			if h.instr {
+				msg = fmt.Sprintf("%d bytes of text shared with the request of exchange %s, in instructions of its principal only (%d fingerprints in a row)", r.covered, h.id, r.n)
+			}
 			if !full {
 				msg = fmt.Sprintf("%d bytes of text shared with the request of exchange %s, which ended without a complete answer (its prompt may have been written late into the cache pages of this request)", r.covered, h.id)
 			}
@@ -730,6 +854,64 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		}
 	}
 	return sigs, nil
+}
+
+// respliced reports whether the run r is this exchange's own request (its
+// texts as written and as sent, the canary line included) cut and joined:
+// its bytes lie in k-grams of the request, and every stretch between them
+// (a piece shorter than a k-gram, or one cut by the start or the end of
+// the answer or of the run) is either free of words or, its ends trimmed
+// to words, found as it is in the request. The answer quotes its request in
+// pieces (a model repeating its prompt), and what it shares with another
+// exchange is only where the pieces join, which the other exchange's
+// answer joined alike from texts both requests have: no text of another
+// exchange is in it. Computed only for a run about to count: every k-gram
+// of the run's text and of 4·K bytes either side.
+func (s *session) respliced(r *run) bool {
+	o := s.v.opts.Fingerprint
+	if s.kwin == nil {
+		all := o
+		all.Window = 1
+		s.kwin = fingerprint.NewWinnower(all)
+	}
+	k := o.K
+	if k <= 0 {
+		k = fingerprint.DefaultK
+	}
+	// A run that grows is checked again from where the last check left.
+	cur := max(r.start, r.own) // the run's bytes before cur are the request's
+	lo, hi := max(0, cur-4*k), min(len(s.buf), r.end+4*k)
+	s.kwin.Reset()
+	_, _ = s.kwin.Write(s.buf[lo:hi])
+	s.kfps = s.kwin.TakeAppend(s.kfps[:0])
+	end := min(r.end, len(s.buf))
+	defer func() { r.own = max(r.own, cur) }()
+	for _, f := range s.kfps {
+		if cur >= end {
+			break
+		}
+		from, to := lo+f.Offset, lo+f.End
+		if to <= cur || !s.grams.has(f.Hash) {
+			continue
+		}
+		if from > cur && !s.inRequest(s.buf[cur:min(from, end)]) {
+			return false
+		}
+		cur = to
+	}
+	return cur >= end || s.inRequest(s.buf[cur:end])
+}
+
+// inRequest reports whether b, its ends trimmed to words, is empty or in
+// the request's texts as it is.
+func (s *session) inRequest(b []byte) bool {
+	for len(b) > 0 && !isWordByte(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && !isWordByte(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return len(b) == 0 || bytes.Contains(s.req, b)
 }
 
 // full reports whether r is contamination under the ordinary bar.

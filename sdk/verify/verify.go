@@ -24,14 +24,21 @@
 //     known) is the principal's own: not a signal.
 //   - inbound.canary: a canary token (see [Verifier.MintCanary]) in the
 //     response that was not minted for this exchange. It names the
-//     exchange it was minted for when the store still remembers it.
+//     exchange it was minted for when the store still remembers it. A
+//     canary of an exchange whose request held nothing this one does not
+//     (every text of it is one of this request's: a response cache
+//     repeating its answer) is not a signal (see provenance.go).
 //   - inbound.cross_exchange: the response shares a run of consecutive
 //     winnowed fingerprints (package sdk/fingerprint) covering at least
 //     MinSpan bytes with what another exchange sent (its request), or
 //     with another exchange's answer to an unrelated request, not counting
 //     fingerprints of this exchange's own request, boilerplate held by
-//     more than MaxDocFreq holders, nor material that only exchanges of
-//     this exchange's own principal hold. An answer may repeat what the
+//     more than MaxDocFreq holders, material that only exchanges of this
+//     exchange's own principal hold, shared instructions (held in the
+//     system or developer texts of requests of two or more principals:
+//     inbound.Exchange.Roles), the request of an exchange whose texts are
+//     all this one's, nor this request's own text cut and joined (a model
+//     reading its prompt back in pieces). An answer may repeat what the
 //     model said to the same or a similar request: a retry, a regenerate,
 //     one template over many inputs, the same FAQ from many callers, a
 //     shared system prompt, the same retrieved document (see provenance.go
@@ -66,8 +73,9 @@
 // refused by the guard, not cut or aborted, and without any signal): a
 // refused or suspicious answer is nobody's source. Nothing raw is stored
 // or reported: the store holds 64-bit seeded hashes under holder names
-// made of the exchange ID, the side (request or answer) and a keyed tag of
-// the principal (see provenance.go), and signals carry masked previews.
+// made of the exchange ID, the side (request, what only its instructions
+// hold, or answer) and a keyed tag of the principal (see provenance.go),
+// and signals carry masked previews.
 package verify
 
 import (
@@ -77,6 +85,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aishield/aishield/classifiers"
@@ -115,8 +124,9 @@ type Options struct {
 	// HashKey keys the scanner built when Scanner is nil (nil: random).
 	HashKey []byte
 	// Store remembers fingerprints across exchanges; nil means a
-	// fingerprint.MemoryStore of 2·Inbound.MaxExchanges holders (an
-	// exchange's request and its answer are two holders). Share a
+	// fingerprint.MemoryStore of 3·Inbound.MaxExchanges holders (an
+	// exchange's request, what only its instructions hold, and its answer
+	// are three holders: see provenance.go). Share a
 	// fingerprint.RedisStore between processes to see each other's
 	// exchanges (they must then share Fingerprint and CanaryKey: CanaryKey
 	// also keys the principal tags in holder names).
@@ -216,6 +226,14 @@ type Verifier struct {
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
+
+	// ownStore: the store was made by New, so this Verifier records all
+	// it holds; instrHeld: it has recorded what only a request's
+	// instructions hold. Without both, no fingerprint can be shared
+	// instructions, and holders need not be resolved to tell (see
+	// provenance.go).
+	ownStore  bool
+	instrHeld atomic.Bool
 }
 
 var (
@@ -270,13 +288,14 @@ func New(opts Options) (*Verifier, error) {
 		v.ttl = fingerprint.DefaultTTL
 	}
 	if v.store == nil {
-		// An exchange is two holders: its request and its answer (see
-		// provenance.go).
+		// An exchange is up to three holders: its request, what only its
+		// instructions hold, and its answer (see provenance.go).
 		n := opts.Inbound.MaxExchanges
 		if n <= 0 {
 			n = fingerprint.DefaultMaxExchanges
 		}
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 2 * n})
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n})
+		v.ownStore = true
 	}
 	v.refStore, _ = v.store.(refStore)
 	v.canaryKey = opts.CanaryKey

@@ -1,0 +1,216 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk/inbound"
+)
+
+// Texts of the shared-instructions and repeated-request scenarios: a shop
+// whose system prompt states its return policy, and a support bot whose
+// canned answer words the policy the same way.
+const (
+	shopPolicy = "You are the assistant of Lumenfold, an online shop for home lighting. Returns: unused lamps can be returned within thirty days of delivery in their original packaging, and refunds reach the original payment method within five working days of the return being checked. Never ask for a card number."
+	returnQ    = "Can I return a lamp I bought last week?"
+	returnA    = "Yes: unused lamps can be returned within thirty days of delivery in their original packaging. Book the pickup from your order page."
+)
+
+// TestSharedInstructions: material that the instructions (system or
+// developer texts) of exchanges of two or more principals hold is an
+// application's shared instructions, not foreign, whoever else holds it;
+// held by the instructions of one principal only, by requests of unknown
+// principals, or in another principal's own text, it is still caught
+// (controls). On the memory store and on Redis, whole and streamed.
+func TestSharedInstructions(t *testing.T) {
+	sys := func(id, principal string) step {
+		return step{id: id, principal: principal, texts: []string{shopPolicy, "Where is my order?"}, roles: []string{"system", "user"}, answer: "Noted."}
+	}
+	dev := func(id, principal string) step {
+		st := sys(id, principal)
+		st.roles = []string{"developer", "user"}
+		return st
+	}
+	pasted := func(id, principal string) step {
+		return step{id: id, principal: principal, texts: []string{helpSystem, "Please check this policy: " + shopPolicy}, roles: []string{"system", "user"}, answer: "Noted."}
+	}
+	tests := []struct {
+		name      string
+		sources   []step
+		principal string // the victim's
+		caught    bool
+	}{
+		{"system prompt of two principals", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "tenant-c", false},
+		{"developer instructions of two principals", []step{dev("s1", "tenant-a"), dev("s2", "tenant-b")}, "tenant-c", false},
+		{"system prompt of two principals, victim's principal unknown", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "", false},
+		{"system prompt of two principals, and pasted by a third", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b"), pasted("s3", "tenant-d")}, "tenant-c", false},
+		{"system prompt of one principal, sent twice (control)", []step{sys("s1", "tenant-a"), sys("s2", "tenant-a")}, "tenant-c", true},
+		{"system prompt of principals unknown (control)", []step{sys("s1", ""), sys("s2", "")}, "tenant-c", true},
+		{"system prompt of one principal, pasted by another (control)", []step{sys("s1", "tenant-a"), pasted("s2", "tenant-b")}, "tenant-c", true},
+	}
+	for _, sk := range storeKinds(t) {
+		for _, tt := range tests {
+			for _, streamed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/streamed=%v", sk.name, tt.name, streamed), func(t *testing.T) {
+					v := newTestVerifier(t, Options{Store: sk.new()})
+					victim := step{id: "victim", principal: tt.principal, texts: []string{helpSystem, returnQ}, roles: []string{"system", "user"}, answer: returnA}
+					sigs := play(t, v, append(slices.Clone(tt.sources), victim), streamed)
+					for i, got := range sigs[:len(tt.sources)] {
+						if len(got) != 0 {
+							t.Fatalf("source %s: %+v", tt.sources[i].id, got)
+						}
+					}
+					got := sigs[len(tt.sources)]
+					if !tt.caught {
+						if len(got) != 0 {
+							t.Fatalf("signals %+v, want none", got)
+						}
+						return
+					}
+					if len(got) == 0 {
+						t.Fatal("no signal: the policy's wording from a single principal's instructions went through")
+					}
+					for _, sg := range got {
+						if sg.ID != policies.SignalCrossExchange || len(sg.Sources) != 1 || !strings.HasPrefix(sg.Sources[0], "s") ||
+							!strings.Contains(sg.Message, "request of exchange "+sg.Sources[0]) {
+							t.Fatalf("signal %+v, want a cross-exchange signal naming a source's request", sg)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestRepeatedRequests: a response cache keyed on the question serves one
+// exchange's answer, its canary line echoed by the model, to another. The
+// canary (and the text of its line) is not foreign when every text of its
+// exchange's request is one of the victim's (the same question, as
+// written or in another case; a conversation continuing it). Controls: a
+// request that only shares the system prompt (related by the fingerprint
+// share, still caught), one that held more than the victim's, and one
+// whose answer was refused (nothing recorded) raise an inbound.canary
+// naming the source. On the memory store and on Redis, whole and
+// streamed.
+func TestRepeatedRequests(t *testing.T) {
+	tests := []struct {
+		name      string
+		srcTexts  []string
+		srcEnd    inbound.End
+		principal string // both exchanges'
+		texts     []string
+		caught    bool
+	}{
+		{"the same request", []string{helpSystem, faqQuestion}, inbound.End{}, "tenant", []string{helpSystem, faqQuestion}, false},
+		{"the same request, principals unknown", []string{helpSystem, faqQuestion}, inbound.End{}, "", []string{helpSystem, faqQuestion}, false},
+		{"the same question in another case", []string{helpSystem, faqQuestion}, inbound.End{}, "tenant", []string{helpSystem, "HOW do refunds work"}, false},
+		{"a conversation continuing it", []string{helpSystem, faqQuestion}, inbound.End{}, "tenant", []string{helpSystem, faqQuestion, faqAnswer, "And for a gift card?"}, false},
+		{"the same system prompt, another question (control)", []string{helpSystem, faqQuestion}, inbound.End{}, "tenant", []string{helpSystem, "Do you ship to Norway?"}, true},
+		{"its request held more (control)", []string{helpSystem, "Order 7731 for Dr Quentin Imbert is late.", faqQuestion}, inbound.End{}, "tenant", []string{helpSystem, faqQuestion}, true},
+		{"its answer was refused (control)", []string{helpSystem, faqQuestion}, inbound.End{Refused: true}, "tenant", []string{helpSystem, faqQuestion}, true},
+	}
+	for _, sk := range storeKinds(t) {
+		for _, tt := range tests {
+			for _, streamed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/streamed=%v", sk.name, tt.name, streamed), func(t *testing.T) {
+					v := newTestVerifier(t, Options{Store: sk.new()})
+					principal := func(p string) string {
+						if tt.principal == "" {
+							return ""
+						}
+						return tt.principal + "-" + p
+					}
+					roles := func(texts []string) []string {
+						r := make([]string, len(texts))
+						for i := range r {
+							r[i] = "user"
+						}
+						r[0] = "system"
+						return r
+					}
+					// The model quoted its prompt, canary line included;
+					// the cache serves that answer to both.
+					cached := faqAnswer + " " + CanaryLine(v.Mint("src"))
+					sigs := play(t, v, []step{
+						{id: "src", principal: principal("a"), texts: tt.srcTexts, roles: roles(tt.srcTexts), canary: true, answer: faqAnswer, end: tt.srcEnd},
+						{id: "victim", principal: principal("b"), texts: tt.texts, roles: roles(tt.texts), canary: true, answer: cached},
+					}, streamed)
+					if len(sigs[0]) != 0 {
+						t.Fatalf("source: %+v", sigs[0])
+					}
+					got := sigs[1]
+					if !tt.caught {
+						if len(got) != 0 {
+							t.Fatalf("signals %+v, want none", got)
+						}
+						return
+					}
+					ok := false
+					for _, sg := range got {
+						ok = ok || sg.ID == policies.SignalCanary && slices.Equal(sg.Sources, []string{"src"})
+					}
+					if !ok {
+						t.Fatalf("signals %+v, want an inbound.canary naming src", got)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestOwnTextRespliced: an answer that quotes its own prompt in pieces,
+// cut and joined as another answer joined the same pieces of its own
+// (the same system prompt and question around different documents), is
+// not foreign: what the two answers share is where the pieces join. The
+// control sends the same answer to a request without those pieces: then
+// it is another exchange's text, caught. On the memory store and on Redis,
+// whole and streamed.
+func TestOwnTextRespliced(t *testing.T) {
+	const (
+		docSystem = "You answer questions about documentation."
+		question  = "What are the conditions mentioned in this passage?"
+		// The pieces of the prompt the model read back, joined.
+		answer = " questions about documentation.\n are the conditions mentioned in this passage?\n  context only.\n\n"
+	)
+	user := func(doc, q string) string {
+		return "Answer from the context only.\n\nContext:\n" + doc + "\n\nQuestion: " + q
+	}
+	long := func(seed uint64) string { return newGen(seed, 11).sentences(900) }
+	tests := []struct {
+		name   string
+		texts  []string
+		caught bool
+	}{
+		{"the same prompt around another document", []string{docSystem, user(long(2), question)}, false},
+		{"another prompt (control)", []string{"You summarise release notes for the team.", "List the changes in: " + long(2)}, true},
+	}
+	for _, sk := range storeKinds(t) {
+		for _, tt := range tests {
+			for _, streamed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/streamed=%v", sk.name, tt.name, streamed), func(t *testing.T) {
+					v := newTestVerifier(t, Options{Store: sk.new()})
+					sigs := play(t, v, []step{
+						{id: "first", principal: "tenant-a", texts: []string{docSystem, user(long(1), question)}, roles: []string{"system", "user"}, answer: answer},
+						{id: "second", principal: "tenant-b", texts: tt.texts, roles: []string{"system", "user"}, answer: answer},
+					}, streamed)
+					if len(sigs[0]) != 0 {
+						t.Fatalf("first: %+v", sigs[0])
+					}
+					got := sigs[1]
+					if !tt.caught {
+						if len(got) != 0 {
+							t.Fatalf("signals %+v, want none", got)
+						}
+						return
+					}
+					if len(got) != 1 || got[0].ID != policies.SignalCrossExchange || !slices.Equal(got[0].Sources, []string{"first"}) {
+						t.Fatalf("signals %+v, want one cross-exchange signal naming first", got)
+					}
+				})
+			}
+		}
+	}
+}
