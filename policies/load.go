@@ -84,12 +84,14 @@ type rawDestination struct {
 }
 
 type rawInbound struct {
-	Signals        map[string]string `mapstructure:"signals"`
-	AllowList      []string          `mapstructure:"allow_list"`
-	Sourced        []string          `mapstructure:"sourced"`
-	Canary         bool              `mapstructure:"canary"`
-	FingerprintTTL string            `mapstructure:"fingerprint_ttl"`
-	MaxExchanges   int               `mapstructure:"max_exchanges"`
+	Signals   map[string]string `mapstructure:"signals"`
+	AllowList []string          `mapstructure:"allow_list"`
+	Sourced   []string          `mapstructure:"sourced"`
+	Canary    bool              `mapstructure:"canary"`
+	// PrivateInstructions: see Inbound.PrivateInstructions.
+	PrivateInstructions bool   `mapstructure:"private_instructions"`
+	FingerprintTTL      string `mapstructure:"fingerprint_ttl"`
+	MaxExchanges        int    `mapstructure:"max_exchanges"`
 }
 
 type rawRedaction struct {
@@ -535,7 +537,8 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	}
 
 	// Inbound.
-	p.Inbound = Inbound{AllowList: raw.Inbound.AllowList, Sourced: raw.Inbound.Sourced, Canary: raw.Inbound.Canary, MaxExchanges: raw.Inbound.MaxExchanges}
+	p.Inbound = Inbound{AllowList: raw.Inbound.AllowList, Sourced: raw.Inbound.Sourced, Canary: raw.Inbound.Canary,
+		MaxExchanges: raw.Inbound.MaxExchanges, PrivateInstructions: raw.Inbound.PrivateInstructions}
 	for j, d := range raw.Inbound.Sourced {
 		known := slices.ContainsFunc(classifiers.Builtins(), func(b classifiers.DetectorInfo) bool { return b.ID == d }) ||
 			slices.ContainsFunc(p.Custom, func(c CustomRule) bool { return c.ID == d })

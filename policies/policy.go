@@ -218,6 +218,15 @@ type Inbound struct {
 	Sourced []string
 	// Canary places a per-request canary in requests.
 	Canary bool
+	// PrivateInstructions says that the instructions of requests (system
+	// and developer messages) are their principals' own, as in a service
+	// whose every customer writes its own system prompt: another
+	// principal's instruction text in an answer then counts as foreign
+	// unless the instructions of two or more principals hold it. By default
+	// (false) instructions are the organisation's: text that another
+	// principal's instructions hold is never foreign material (values in
+	// them still are foreign entities; canaries are never instructions).
+	PrivateInstructions bool
 	// FingerprintTTL is how long exchanges are remembered for the
 	// cross-exchange signal; 0 leaves the verifier's default.
 	FingerprintTTL time.Duration

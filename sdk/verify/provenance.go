@@ -37,7 +37,7 @@ import (
 //
 //	<id>                          the request of exchange id, principal unknown ("")
 //	<id>~q<ptag>                  the request of exchange id, principal tag ptag
-//	<id>~i<ptag>                  what only its instructions hold (see Shared instructions)
+//	<id>~i[<ptag>]                what only its instructions hold (see Shared instructions)
 //	<id>~a[<ptag>].<level>.<n>    the answer of exchange id (ptag absent: unknown)
 //
 // The answer is recorded under a holder of its own (derived from the
@@ -118,32 +118,41 @@ import (
 // related the requests: what an exchange sent is its own. Except an
 // application's shared instructions: a company's system prompt (its
 // return policy, its tone) goes with the requests of all its users, and an
-// answer that words the policy as the prompt does is not a leak, while a
-// single other customer's private system prompt in an answer is.
+// answer that words the policy as the prompt does is not a leak.
 //
-// So the request of an exchange of a known principal is recorded under two
-// holders: its fingerprints that only its instruction texts hold
-// (inbound.Exchange.Roles: "system" and "developer", Anthropic's system,
-// the responses API's instructions), under <id>~i<ptag>, and the rest
-// (with its canary and entities) under <id>~q<ptag> as before. A
-// fingerprint whose k-gram is also in a text of another role (the user
-// pasted the policy) is the request's, not only its instructions'. A
-// fingerprint is then still one key, looked up once, and each of the
-// request's fingerprints is still held by one of its holders (MaxDocFreq
-// counts as before). For stores that can (fingerprint.RedisStore's
-// RecordAll), both holders are recorded in one round trip.
+// So a request with instruction texts is recorded under two holders (with
+// PrivateInstructions, only a request of a known principal): its
+// fingerprints that only its instruction texts hold (inbound.Exchange.Roles:
+// "system" and "developer", Anthropic's system, the responses API's
+// instructions), under <id>~i[<ptag>], and the rest (with its canary and
+// entities) under <id> or <id>~q<ptag> as before. A fingerprint whose
+// k-gram is also in a text of another role (the user pasted the policy) is
+// the request's, not only its instructions'. A fingerprint is then still
+// one key, looked up once, and each of the request's fingerprints is still
+// held by one of its holders (MaxDocFreq counts as before). For stores
+// that can (fingerprint.RedisStore's RecordAll), both holders are recorded
+// in one round trip.
 //
-// A fingerprint that the instructions of exchanges of two or more
-// distinct known principals hold (among the holders listed, which are all
-// of them below MaxDocFreq) is shared instructions: neutral,
-// like boilerplate, wherever else it is held (another exchange's answer
-// quoting the prompt, a request that pasted it). Material that the
-// instructions of one principal's exchanges hold, however many, still
-// counts. Principals unknown, nothing tells an application's shared prompt
-// from one customer's prompt sent twice: such requests are recorded under
-// one holder as before, and their instructions count for no principal.
-// The cost: an organisation whose customer has two principals (two API
-// keys) treats that customer's own system prompt as shared.
+// A fingerprint that the instructions of an exchange hold is the
+// application's instructions: neutral, like boilerplate, wherever else it
+// is held (another exchange's answer quoting the prompt, a request that
+// pasted it). The instructions behind one aishield are the organisation's
+// own text (an assistant's policy, a support bot's tone): an answer that
+// words them is not a leak, while values in them are still foreign
+// entities, and canaries are never instructions. The cost: another app's
+// system prompt prose quoted in an answer is not reported.
+//
+// Where every principal writes its own private instructions (a service
+// whose customers each configure a prompt), Options.PrivateInstructions
+// (the policy's inbound.private_instructions) makes the rule stricter:
+// only what the instructions of exchanges of two or more distinct known
+// principals hold (among the holders listed, which are all of them below
+// MaxDocFreq) is shared; what the instructions of one principal's
+// exchanges hold, however many, still counts, and the instructions of
+// requests of no known principal are not told apart (nothing tells an
+// application's shared prompt from one customer's prompt sent twice). The
+// cost there: a customer with two principals (two API keys) has its own
+// system prompt treated as shared.
 //
 // # Repeated requests
 //
@@ -300,6 +309,8 @@ func parseHolder(name string) holder {
 	case requestSuffix, instrSuffix:
 		if len(suf) == 1+ptagLen && isHex(suf[1:]) {
 			h.id, h.ptag, h.instr = name[:i], suf[1:], suf[0] == instrSuffix
+		} else if len(suf) == 1 && suf[0] == instrSuffix {
+			h.id, h.instr = name[:i], true // the instructions of a request of no known principal
 		}
 	case answerSuffix:
 		rest := suf[1:]
@@ -581,13 +592,20 @@ type containment struct {
 	yes bool
 }
 
-// sharedInstructions reports whether the instructions of exchanges of two
-// or more distinct known principals are among holders (see Shared
-// instructions).
-func (s *session) sharedInstructions(holders []fingerprint.Ref) bool {
+// sharedInstructions reports whether holders (others of them) hold the
+// material as an application's instructions (see Shared instructions): the
+// instructions of any exchange, or, with PrivateInstructions, of exchanges
+// of two or more distinct known principals.
+func (s *session) sharedInstructions(holders []fingerprint.Ref, others int) bool {
+	private := s.v.opts.PrivateInstructions
+	if private && others < 2 {
+		return false
+	}
 	first := ""
 	for _, src := range holders {
 		switch h := s.holderOf(src); {
+		case h.instr && !private:
+			return true
 		case !h.instr || h.ptag == "":
 		case first == "":
 			first = h.ptag

@@ -559,7 +559,7 @@ func TestHolderNames(t *testing.T) {
 		{answerHolder("9f2c", "", 0, 5), holder{known: true, id: "9f2c", answer: true, n: 5}},
 		{answerHolder("a~b", "", 0, 5), holder{known: true, id: "a~b", answer: true, n: 5}},
 		{"ex~qnothex", holder{known: true, id: "ex~qnothex", n: -1}},
-		{"ex~i", holder{known: true, id: "ex~i", n: -1}},
+		{"ex~i", holder{known: true, id: "ex", instr: true, n: -1}},
 		{"ex~a.x.1", holder{known: true, id: "ex~a.x.1", n: -1}},
 		{"ex~", holder{known: true, id: "ex~", n: -1}},
 		{"aborted:ex", holder{known: true, id: "aborted:ex", n: -1}},

@@ -37,49 +37,58 @@ func TestSharedInstructions(t *testing.T) {
 	pasted := func(id, principal string) step {
 		return step{id: id, principal: principal, texts: []string{helpSystem, "Please check this policy: " + shopPolicy}, roles: []string{"system", "user"}, answer: "Noted."}
 	}
+	// caught: by default (the organisation's instructions), and with
+	// PrivateInstructions (each principal's own).
 	tests := []struct {
-		name      string
-		sources   []step
-		principal string // the victim's
-		caught    bool
+		name           string
+		sources        []step
+		principal      string // the victim's
+		caught, strict bool
 	}{
-		{"system prompt of two principals", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "tenant-c", false},
-		{"developer instructions of two principals", []step{dev("s1", "tenant-a"), dev("s2", "tenant-b")}, "tenant-c", false},
-		{"system prompt of two principals, victim's principal unknown", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "", false},
-		{"system prompt of two principals, and pasted by a third", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b"), pasted("s3", "tenant-d")}, "tenant-c", false},
-		{"system prompt of one principal, sent twice (control)", []step{sys("s1", "tenant-a"), sys("s2", "tenant-a")}, "tenant-c", true},
-		{"system prompt of principals unknown (control)", []step{sys("s1", ""), sys("s2", "")}, "tenant-c", true},
-		{"system prompt of one principal, pasted by another (control)", []step{sys("s1", "tenant-a"), pasted("s2", "tenant-b")}, "tenant-c", true},
+		{"system prompt of two principals", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "tenant-c", false, false},
+		{"developer instructions of two principals", []step{dev("s1", "tenant-a"), dev("s2", "tenant-b")}, "tenant-c", false, false},
+		{"system prompt of two principals, victim's principal unknown", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b")}, "", false, false},
+		{"system prompt of two principals, and pasted by a third", []step{sys("s1", "tenant-a"), sys("s2", "tenant-b"), pasted("s3", "tenant-d")}, "tenant-c", false, false},
+		{"system prompt of one principal, sent twice", []step{sys("s1", "tenant-a"), sys("s2", "tenant-a")}, "tenant-c", false, true},
+		{"system prompt of one principal, pasted by another", []step{sys("s1", "tenant-a"), pasted("s2", "tenant-b")}, "tenant-c", false, true},
+		{"system prompt of principals unknown", []step{sys("s1", ""), sys("s2", "")}, "tenant-c", false, true},
+		{"a user's text of another principal (control)", []step{pasted("s1", "tenant-a")}, "tenant-c", true, true},
 	}
 	for _, sk := range storeKinds(t) {
 		for _, tt := range tests {
 			for _, streamed := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s/%s/streamed=%v", sk.name, tt.name, streamed), func(t *testing.T) {
-					v := newTestVerifier(t, Options{Store: sk.new()})
-					victim := step{id: "victim", principal: tt.principal, texts: []string{helpSystem, returnQ}, roles: []string{"system", "user"}, answer: returnA}
-					sigs := play(t, v, append(slices.Clone(tt.sources), victim), streamed)
-					for i, got := range sigs[:len(tt.sources)] {
-						if len(got) != 0 {
-							t.Fatalf("source %s: %+v", tt.sources[i].id, got)
+				for _, private := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%s/streamed=%v/private=%v", sk.name, tt.name, streamed, private), func(t *testing.T) {
+						tt := tt
+						if private {
+							tt.caught = tt.strict
 						}
-					}
-					got := sigs[len(tt.sources)]
-					if !tt.caught {
-						if len(got) != 0 {
-							t.Fatalf("signals %+v, want none", got)
+						v := newTestVerifier(t, Options{Store: sk.new(), PrivateInstructions: private})
+						victim := step{id: "victim", principal: tt.principal, texts: []string{helpSystem, returnQ}, roles: []string{"system", "user"}, answer: returnA}
+						sigs := play(t, v, append(slices.Clone(tt.sources), victim), streamed)
+						for i, got := range sigs[:len(tt.sources)] {
+							if len(got) != 0 {
+								t.Fatalf("source %s: %+v", tt.sources[i].id, got)
+							}
 						}
-						return
-					}
-					if len(got) == 0 {
-						t.Fatal("no signal: the policy's wording from a single principal's instructions went through")
-					}
-					for _, sg := range got {
-						if sg.ID != policies.SignalCrossExchange || len(sg.Sources) != 1 || !strings.HasPrefix(sg.Sources[0], "s") ||
-							!strings.Contains(sg.Message, "request of exchange "+sg.Sources[0]) {
-							t.Fatalf("signal %+v, want a cross-exchange signal naming a source's request", sg)
+						got := sigs[len(tt.sources)]
+						if !tt.caught {
+							if len(got) != 0 {
+								t.Fatalf("signals %+v, want none", got)
+							}
+							return
 						}
-					}
-				})
+						if len(got) == 0 {
+							t.Fatal("no signal: the policy's wording from a single principal's instructions went through")
+						}
+						for _, sg := range got {
+							if sg.ID != policies.SignalCrossExchange || len(sg.Sources) != 1 || !strings.HasPrefix(sg.Sources[0], "s") ||
+								!strings.Contains(sg.Message, "request of exchange "+sg.Sources[0]) {
+								t.Fatalf("signal %+v, want a cross-exchange signal naming a source's request", sg)
+							}
+						}
+					})
+				}
 			}
 		}
 	}

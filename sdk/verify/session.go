@@ -287,14 +287,14 @@ type batchRecorder interface {
 }
 
 // recordRequest records the request's record (its fingerprints, canary and
-// entities) under its holder. For a known principal whose request has
-// instruction texts, the fingerprints that only they hold (no k-gram of a
+// entities) under its holder. For a request with instruction texts (of a
+// known principal, with PrivateInstructions), the fingerprints that only they hold (no k-gram of a
 // text of another role has them) go under the instruction holder instead
 // (see Shared instructions in provenance.go), in the same round trip when
 // the store can.
 func (s *session) recordRequest(ctx context.Context, record []uint64) error {
 	v := s.v
-	if s.ptag == "" || len(s.instr) == 0 || !v.on(policies.SignalCrossExchange) {
+	if (s.ptag == "" && v.opts.PrivateInstructions) || len(s.instr) == 0 || !v.on(policies.SignalCrossExchange) {
 		return v.store.Record(ctx, s.holder, record, v.ttl)
 	}
 	s.userGrams.reset(len(s.req) / 2)
@@ -715,8 +715,8 @@ func (s *session) cross(ctx context.Context, fps []fingerprint.Fingerprint) ([]i
 		if s.ptag != "" && s.principalsOwn(holders, others) {
 			continue // the principal's own material: neutral
 		}
-		if others >= 2 && (!v.ownStore || v.instrHeld.Load()) && s.sharedInstructions(holders) {
-			continue // an application's shared instructions: neutral
+		if (!v.ownStore || v.instrHeld.Load()) && s.sharedInstructions(holders, others) {
+			continue // an application's instructions: neutral
 		}
 		// A run with exchange X goes on while X holds the fingerprints.
 		k := 0

@@ -201,6 +201,12 @@ type Options struct {
 	// (Inbound.Sourced) when it lists any, else [DefaultSourced]; an
 	// empty non-nil slice makes every detector's foreign values signals.
 	Sourced []string
+	// PrivateInstructions makes the instructions of requests (system and
+	// developer messages) their principals' own: another principal's
+	// instruction text counts as foreign unless the instructions of two or
+	// more principals hold it (see provenance.go, Shared instructions).
+	// Inbound.PrivateInstructions (the policy's) sets it too.
+	PrivateInstructions bool
 }
 
 // DefaultSourced returns the detectors whose foreign values need a source
@@ -244,6 +250,7 @@ var (
 // New returns a Verifier.
 func New(opts Options) (*Verifier, error) {
 	v := &Verifier{opts: opts, scanner: opts.Scanner, store: opts.Store}
+	v.opts.PrivateInstructions = opts.PrivateInstructions || opts.Inbound.PrivateInstructions
 	if v.opts.MinRun <= 0 {
 		v.opts.MinRun = DefaultMinRun
 	}
