@@ -206,10 +206,20 @@ func prose(seed uint64, n int) string {
 	return strings.Join(out, " ")
 }
 
+// proseWords are the words of the documents, without those holding a
+// digit: the paged-cache model joins quotes of its prompt, and joined digit
+// groups of a prompt full of numbers ("02 Jan 06" then "-0700 2006") can
+// form a phone number the prompt never held, which the verifier rightly
+// reports as a value the request did not contain. The load test wants
+// answers that hold only their own values.
 var proseWords = sync.OnceValue(func() []string {
 	var words []string
 	for _, d := range traffic.GoDocuments() {
-		words = append(words, strings.Fields(d)...)
+		for _, w := range strings.Fields(d) {
+			if !strings.ContainsAny(w, "0123456789") {
+				words = append(words, w)
+			}
+		}
 	}
 	return words
 })

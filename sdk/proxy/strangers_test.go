@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,8 +33,9 @@ func (a abortHeaderRT) RoundTrip(r *http.Request) (*http.Response, error) {
 // faultTally counts, for the answers our tenants received through the proxy,
 // what the server's ground truth says they were.
 type faultTally struct {
-	contaminated, delivered int // answers that read another request's tokens or a dropped prompt
-	valuesDelivered         int // sensitive values of other tenants in delivered answers
+	contaminated, delivered int            // answers that read another request's tokens or a dropped prompt
+	valuesDelivered         int            // sensitive values of other tenants in delivered answers
+	valueDetectors          map[string]int // their detectors
 	clean, falseAlarms      int
 }
 
@@ -41,6 +43,12 @@ func (t *faultTally) add(o faultTally) {
 	t.contaminated += o.contaminated
 	t.delivered += o.delivered
 	t.valuesDelivered += o.valuesDelivered
+	for d, n := range o.valueDetectors {
+		if t.valueDetectors == nil {
+			t.valueDetectors = map[string]int{}
+		}
+		t.valueDetectors[d] += n
+	}
 	t.clean += o.clean
 	t.falseAlarms += o.falseAlarms
 }
@@ -113,6 +121,10 @@ func strangerRun(t *testing.T, fault pagedcache.Fault, seed uint64, direct bool)
 				for _, f := range fs {
 					if o, ok := owner[f.Hash]; ok && o != r.Tenant {
 						tally.valuesDelivered++
+						if tally.valueDetectors == nil {
+							tally.valueDetectors = map[string]int{}
+						}
+						tally.valueDetectors[f.Detector]++
 					}
 				}
 			}
@@ -146,8 +158,12 @@ func TestContaminationTable(t *testing.T) {
 		}
 		for i, layout := range []string{"outside aishield", "behind the proxy"} {
 			tl := tallies[i]
-			rows = append(rows, fmt.Sprintf("| `%s` | %s | %d | %d | %d | %d of %d |", fault, layout,
-				tl.contaminated, tl.delivered, tl.valuesDelivered, tl.falseAlarms, tl.clean))
+			var dets []string
+			for _, d := range slices.Sorted(maps.Keys(tl.valueDetectors)) {
+				dets = append(dets, fmt.Sprintf("%d %s", tl.valueDetectors[d], d))
+			}
+			rows = append(rows, fmt.Sprintf("| `%s` | %s | %d | %d | %d %s | %d of %d |", fault, layout,
+				tl.contaminated, tl.delivered, tl.valuesDelivered, strings.Join(dets, ", "), tl.falseAlarms, tl.clean))
 			if tl.falseAlarms > 0 {
 				t.Errorf("%s, contaminating tenants %s: %d false alarms", fault, layout, tl.falseAlarms)
 			}
