@@ -225,7 +225,7 @@ func runCleanTraffic(t testing.TB, seed uint64, n, workers int) cleanResult {
 		go func() {
 			defer wg.Done()
 			for x := range queues[w] {
-				req := openai.ChatCompletionRequest{Model: "pagedcache-1", MaxTokens: x.MaxTokens, Stream: x.Stream}
+				req := openai.ChatCompletionRequest{Model: "pagedcache-1", MaxCompletionTokens: x.MaxTokens, Stream: x.Stream}
 				if x.Seed != nil {
 					s := int(*x.Seed)
 					req.Seed = &s
