@@ -63,9 +63,9 @@
 // each piece of response text, releases all but the session's HoldBack()
 // trailing bytes, and calls Close at the end; it turns signals into
 // *sdk.ContaminationError per the policy. For other callers, [Verifier.Check]
-// verifies a whole response and [Verifier.Stream] wraps a session with the
-// hold-back buffer, releasing only verified text and stopping with a
-// [Verdict] on contamination.
+// verifies a whole response; a streamed one is a session driven as the
+// guard drives it (the guard's stream filter is the one that releases
+// text).
 //
 // Begin records the request's fingerprints (and canary, and entities) in
 // the store, so that concurrent and later exchanges see them; Close

@@ -6,7 +6,9 @@ import (
 	"github.com/aishield/aishield/sdk/inbound"
 )
 
-// Stream verifies a streamed response and releases only verified text: it
+// Stream drives a session as the guard's stream filter does, for the tests
+// of this package: it verifies a streamed response and releases only
+// verified text: it
 // holds back the session's trailing window and, once a signal whose action
 // is block is found, stops releasing anything and reports the verdict.
 // A Stream is not safe for concurrent use.
