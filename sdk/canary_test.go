@@ -42,6 +42,18 @@ func sentCanary(t testing.TB, body []byte) string {
 	return ""
 }
 
+// canaryExchange checks a chat request through g and returns the exchange
+// with the canary line the guard placed in it and the line's token.
+func canaryExchange(t testing.TB, g *sdk.Guard) (x *sdk.Exchange, line, token string) {
+	t.Helper()
+	x, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions", Body: chatBody("How do refunds work?")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line = sentCanary(t, x.Body)
+	return x, line, line[strings.Index(line, verify.CanaryPrefix):][:verify.CanaryLen]
+}
+
 func chatResponse(content, finish string) []byte {
 	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
 		"choices": []any{map[string]any{"index": 0, "finish_reason": finish,
@@ -120,12 +132,7 @@ func TestCanaryNeverShown(t *testing.T) {
 			return "Sure. " + line[strings.Index(line, "reference"):strings.Index(line, token)+len(token)] + " Here is the answer."
 		},
 	} {
-		x, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions", Body: chatBody("How do refunds work?")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		line := sentCanary(t, x.Body)
-		token := line[strings.Index(line, verify.CanaryPrefix):][:verify.CanaryLen]
+		x, line, token := canaryExchange(t, g)
 		answer := echo(line, token)
 		out, err := x.Response(context.Background(), 200, "application/json", chatResponse(answer, "stop"))
 		if err != nil {
@@ -136,12 +143,7 @@ func TestCanaryNeverShown(t *testing.T) {
 			t.Errorf("answer %q delivered as %q", answer, got)
 		}
 		for size := 1; size <= 8; size++ {
-			x, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions", Body: chatBody("How do refunds work?")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			line := sentCanary(t, x.Body)
-			token := line[strings.Index(line, verify.CanaryPrefix):][:verify.CanaryLen]
+			x, line, token := canaryExchange(t, g)
 			answer := echo(line, token)
 			r := x.Stream(context.Background(), io.NopCloser(bytes.NewReader(sseChat(answer, []byte{byte(size - 1)}))), sdk.StreamOptions{})
 			data, err := io.ReadAll(r)

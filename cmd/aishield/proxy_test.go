@@ -42,18 +42,8 @@ func TestServeProxyGracefulAndQuiet(t *testing.T) {
 	var errOut bytes.Buffer
 	done := make(chan error, 1)
 	go func() { done <- serveProxy(ctx, ln, p, &errOut) }()
-	req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/v1/chat/completions",
-		strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hello, what is the weekly schedule?"}]}`))
-	req.Header.Set("Authorization", "Bearer sk-very-secret-key-123")
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
+	if status := postChat(t, "http://"+ln.Addr().String(), "sk-very-secret-key-123"); status != 200 {
+		t.Fatalf("status %d", status)
 	}
 	cancel()
 	select {
@@ -202,18 +192,8 @@ func TestProxyAuditRestartCLI(t *testing.T) {
 				t.Fatalf("proxy %d did not start: %v", i, err)
 			}
 		}
-		req, _ := http.NewRequest("POST", url+"/v1/chat/completions",
-			strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hello, what is the weekly schedule?"}]}`))
-		req.Header.Set("Authorization", "Bearer sk-restart-secret-key")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("proxy %d: status %d", i, resp.StatusCode)
+		if status := postChat(t, url, "sk-restart-secret-key"); status != 200 {
+			t.Fatalf("proxy %d: status %d", i, status)
 		}
 		cancel()
 		if code := <-done; code != 0 {
@@ -232,4 +212,21 @@ func TestProxyAuditRestartCLI(t *testing.T) {
 	if strings.Contains(string(data), "sk-restart") || !strings.Contains(string(data), `"principal":"key:`) {
 		t.Errorf("audit trail: want the hashed principal, never the key: %s", data)
 	}
+}
+
+// postChat sends a small chat to the proxy at base with key and returns
+// the status it answered.
+func postChat(t *testing.T, base, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hello, what is the weekly schedule?"}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
