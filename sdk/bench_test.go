@@ -26,8 +26,11 @@ func benchBody(n int, model string) []byte {
 	return b
 }
 
-func benchCheck(b *testing.B, url string, body []byte, wantBlocked bool) {
-	g := newGuard(b, sdk.Options{Destination: "anthropic-test"}) // no capacity limit
+// benchCheck measures Check and Response of body; verify says whether the
+// standard verifier checks the response (the default) or only the
+// placeholders (NoVerify: the outbound side and the restore).
+func benchCheck(b *testing.B, url string, body []byte, wantBlocked, verify bool) {
+	g := newGuard(b, sdk.Options{Destination: "anthropic-test", NoVerify: !verify}) // no capacity limit
 	ctx := context.Background()
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
@@ -45,17 +48,28 @@ func benchCheck(b *testing.B, url string, body []byte, wantBlocked bool) {
 	}
 }
 
-// BenchmarkGuard4KB is the guard's overhead for a 4 KB chat request
-// (classify, decide, redact, re-encode) and its response (parse, restore,
-// verify placeholders).
+// BenchmarkGuard4KB is the guard's outbound overhead for a 4 KB chat
+// request (classify, decide, redact, re-encode) and its response (parse,
+// restore, check placeholders), without the verifier.
 func BenchmarkGuard4KB(b *testing.B) {
-	benchCheck(b, "/v1/chat/completions", benchBody(4<<10, "gpt-4o"), false)
+	benchCheck(b, "/v1/chat/completions", benchBody(4<<10, "gpt-4o"), false, false)
+}
+
+// BenchmarkGuard4KBVerified is the same with the standard verifier, as
+// sdk.New builds the guard by default: the whole cost of one exchange.
+func BenchmarkGuard4KBVerified(b *testing.B) {
+	benchCheck(b, "/v1/chat/completions", benchBody(4<<10, "gpt-4o"), false, true)
 }
 
 // BenchmarkGuard4MB is the same for a 4 MB (about a million tokens)
 // request to a destination without a capacity limit.
 func BenchmarkGuard4MB(b *testing.B) {
-	benchCheck(b, "/v1/chat/completions", benchBody(4<<20, "gpt-4o"), false)
+	benchCheck(b, "/v1/chat/completions", benchBody(4<<20, "gpt-4o"), false, false)
+}
+
+// BenchmarkGuard4MBVerified is the same with the standard verifier.
+func BenchmarkGuard4MBVerified(b *testing.B) {
+	benchCheck(b, "/v1/chat/completions", benchBody(4<<20, "gpt-4o"), false, true)
 }
 
 // BenchmarkGuard4MBOverCapacity refuses a 4 MB request to a destination

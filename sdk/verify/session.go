@@ -297,16 +297,23 @@ func (s *session) recordRequest(ctx context.Context, record []uint64) error {
 	if (s.ptag == "" && v.opts.PrivateInstructions) || len(s.instr) == 0 || !v.on(policies.SignalCrossExchange) {
 		return v.store.Record(ctx, s.holder, record, v.ttl)
 	}
-	s.userGrams.reset(len(s.req) / 2)
-	addGram := func(h uint64) { s.userGrams.add(h) }
-	for i, t := range s.sent {
-		if !s.instruction(i) {
-			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+	// With private instructions, a fingerprint the user's texts also have
+	// is the request's, not only its instructions' (a user who pasted the
+	// policy); by default the instructions are the organisation's whoever
+	// else holds them, and the extra pass over the other texts is not needed.
+	private := v.opts.PrivateInstructions
+	if private {
+		s.userGrams.reset(len(s.req) / 2)
+		addGram := func(h uint64) { s.userGrams.add(h) }
+		for i, t := range s.sent {
+			if !s.instruction(i) {
+				fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+			}
 		}
-	}
-	for i, t := range s.texts[:len(s.ex.Texts)] {
-		if !s.instruction(i) && (i >= len(s.sent) || t != s.sent[i]) { // written otherwise than sent
-			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+		for i, t := range s.texts[:len(s.ex.Texts)] {
+			if !s.instruction(i) && (i >= len(s.sent) || t != s.sent[i]) { // written otherwise than sent
+				fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
+			}
 		}
 	}
 	s.qrec, s.irec = s.qrec[:0], s.irec[:0]
@@ -314,7 +321,7 @@ func (s *session) recordRequest(ctx context.Context, record []uint64) error {
 	for _, sp := range s.instr {
 		s.qrec = append(s.qrec, record[next:sp.start]...)
 		for _, h := range record[sp.start:sp.end] {
-			if s.userGrams.has(h) {
+			if private && s.userGrams.has(h) {
 				s.qrec = append(s.qrec, h)
 			} else {
 				s.irec = append(s.irec, h)
