@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -221,5 +222,37 @@ func TestOwnTextRespliced(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestOwnPhraseRecast: a phrase the request holds, which the detectors do
+// not take for a value where it stands, is not foreign when the answer sets
+// it where they do (alone on its line, a banner); a banner the request does
+// not hold still is.
+func TestOwnPhraseRecast(t *testing.T) {
+	const req = "Summarise the package documentation: the parser is for internal use only and its API may change between releases."
+	tests := []struct {
+		name, answer string
+		foreign      bool
+	}{
+		{"own phrase alone on its line", "Summary of the parser:\nfor internal use only\nIts API may change between releases.", false},
+		{"own phrase in capitals", "Summary:\nFOR INTERNAL USE ONLY\nThe API may change.", false},
+		{"another banner (control)", "Summary:\nSTRICTLY CONFIDENTIAL\nThe API may change.", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newTestVerifier(t, Options{})
+			vd, err := v.Check(context.Background(), &inbound.Exchange{ID: "x", Texts: []string{req}}, tt.answer, inbound.End{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := false
+			for _, s := range vd.Signals {
+				got = got || (s.ID == policies.SignalForeignEntity && s.Detector == "marker.classification")
+			}
+			if got != tt.foreign {
+				t.Errorf("foreign banner %v, want %v (%+v)", got, tt.foreign, vd.Signals)
+			}
+		})
 	}
 }

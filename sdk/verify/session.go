@@ -24,6 +24,7 @@ type session struct {
 	ex *inbound.Exchange
 
 	own       map[string]bool // entity hashes of the request
+	reqNorm   []byte          // the request's texts, case and spaces folded (requestHolds), on first use
 	templates map[int]bool    // template tokens present in the request
 	canary    string          // this exchange's canary token, "" none
 	ptag      string          // the principal's tag, "" unknown (see provenance.go)
@@ -570,6 +571,13 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			if v.allow.allowed(f.Detector, string(region[f.Start:f.End])) {
 				continue
 			}
+			if s.requestHolds(region[f.Start:f.End]) {
+				// The request holds these very characters, where the
+				// detector did not take them for a value (a phrase that the
+				// answer puts alone on its line becomes a banner): the
+				// user's own text.
+				continue
+			}
 			msg := f.Detector + " value that the request did not contain"
 			if v.sourced[f.Detector] {
 				msg += ", from another exchange's request"
@@ -1091,6 +1099,41 @@ func (s *session) requestWords() *hashSet {
 		}
 	}
 	return &s.ownWords
+}
+
+// requestHolds reports whether the request's texts hold value as it is,
+// up to case and runs of white space.
+func (s *session) requestHolds(value []byte) bool {
+	norm := normalizeSpace(value)
+	if len(norm) == 0 {
+		return false
+	}
+	if s.reqNorm == nil {
+		s.reqNorm = normalizeSpace(s.req)
+	}
+	return bytes.Contains(s.reqNorm, norm)
+}
+
+// normalizeSpace lower-cases b's ASCII letters and collapses every run of
+// white space into one space.
+func normalizeSpace(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	space := false
+	for _, c := range bytes.TrimSpace(b) {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			space = true
+			continue
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // allowList holds the policy's allow-listed values and domains, normalised.
