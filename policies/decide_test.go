@@ -296,3 +296,19 @@ func TestEvaluateCapacityFirst(t *testing.T) {
 		})
 	}
 }
+
+func TestPassesThrough(t *testing.T) {
+	p, err := Parse([]byte("levels: [public]\ndestinations:\n  - name: a\n    max_level: public\n    passthrough: [\"/v1/audio/*\", \"/v1/images/generations\"]\ndefault: {max_level: public}\n"), "yaml", "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := p.Destination("a")
+	for path, want := range map[string]bool{"/v1/audio/speech": true, "/v1/images/generations": true, "/v1/chat/completions": false, "/v1/images/edits": false} {
+		if got := d.PassesThrough(path); got != want {
+			t.Errorf("%s: %v, want %v", path, got, want)
+		}
+	}
+	if _, err := Parse([]byte("levels: [public]\ndestinations:\n  - {name: a, max_level: public, passthrough: [\"audio\"]}\ndefault: {max_level: public}\n"), "yaml", "p.yaml"); err == nil || !strings.Contains(err.Error(), "passthrough[0]") {
+		t.Errorf("a passthrough glob without / accepted: %v", err)
+	}
+}

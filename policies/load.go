@@ -69,18 +69,19 @@ type rawScan struct {
 }
 
 type rawDestination struct {
-	Name            string `mapstructure:"name"`
-	BaseURL         string `mapstructure:"base_url"`
-	Provider        string `mapstructure:"provider"`
-	Model           string `mapstructure:"model"`
-	MaxLevel        string `mapstructure:"max_level"`
-	Action          string `mapstructure:"action"`
-	BlockAt         string `mapstructure:"block_at"`
-	MaxInputTokens  int    `mapstructure:"max_input_tokens"`
-	Tokenizer       string `mapstructure:"tokenizer"`
-	Shared          bool   `mapstructure:"shared"`
-	Contract        bool   `mapstructure:"contract"`
-	IncidentContact string `mapstructure:"incident_contact"`
+	Name            string   `mapstructure:"name"`
+	BaseURL         string   `mapstructure:"base_url"`
+	Provider        string   `mapstructure:"provider"`
+	Model           string   `mapstructure:"model"`
+	MaxLevel        string   `mapstructure:"max_level"`
+	Action          string   `mapstructure:"action"`
+	BlockAt         string   `mapstructure:"block_at"`
+	MaxInputTokens  int      `mapstructure:"max_input_tokens"`
+	Tokenizer       string   `mapstructure:"tokenizer"`
+	Shared          bool     `mapstructure:"shared"`
+	Contract        bool     `mapstructure:"contract"`
+	IncidentContact string   `mapstructure:"incident_contact"`
+	Passthrough     []string `mapstructure:"passthrough"`
 }
 
 type rawInbound struct {
@@ -624,7 +625,13 @@ func (t *translator) destination(f string, r rawDestination) *Destination {
 	d := &Destination{
 		Name: r.Name, BaseURL: r.BaseURL, Provider: strings.ToLower(r.Provider), Model: r.Model,
 		MaxInputTokens: r.MaxInputTokens, Tokenizer: r.Tokenizer, Shared: r.Shared, Contract: r.Contract,
-		IncidentContact: r.IncidentContact, Field: f,
+		IncidentContact: r.IncidentContact, Passthrough: r.Passthrough, Field: f,
+	}
+	for i, pat := range d.Passthrough {
+		if !strings.HasPrefix(pat, "/") || strings.ContainsAny(pat, " \t?#") {
+			t.add(fmt.Sprintf("%s.passthrough[%d]", f, i), "invalid-value",
+				"passthrough holds URL path globs starting with / (\"*\" matches any run of characters), not %q", pat)
+		}
 	}
 	if d.Tokenizer != "" && !slices.Contains(Tokenizers(), d.Tokenizer) {
 		t.add(f+".tokenizer", "invalid-value", "tokenizer is one of %s, not %q (leave it out when the destination's tokenizer is unknown)",

@@ -192,8 +192,25 @@ type Destination struct {
 	Contract bool
 	// IncidentContact is whom to tell when something goes wrong.
 	IncidentContact string
+	// Passthrough lists URL path globs ("/v1/audio/*") whose bodies the
+	// guard may let through without reading them: a request or response
+	// body of a type it cannot read (audio, images, binary files) on such a
+	// path is sent or delivered unchecked and recorded as unverified.
+	// Elsewhere such a body is refused (failing closed). Empty by default.
+	Passthrough []string
 	// Field is the destination's place in the file.
 	Field string
+}
+
+// PassesThrough reports whether d lets bodies the guard cannot read through
+// unchecked on path (see Destination.Passthrough).
+func (d *Destination) PassesThrough(path string) bool {
+	for _, pat := range d.Passthrough {
+		if globMatch(pat, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Tokenizers are the values a destination's tokenizer may take.
