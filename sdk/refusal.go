@@ -26,7 +26,7 @@ type Refusal struct {
 	// Type and Code are the API error's type and code ("aishield_blocked",
 	// "aishield_over_capacity", "aishield_contamination",
 	// "aishield_unparsable", "request_too_large", "response_too_large",
-	// "aishield_guard_error").
+	// "upstream_redirect", "unreadable_response", "aishield_guard_error").
 	Type, Code string
 	// Message is the error's text: masked previews only, never a value.
 	Message string
@@ -53,6 +53,10 @@ func RefusalOf(err error) (r Refusal, ok bool) {
 			return Refusal{http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", ge.Error()}, true
 		case errors.Is(err, ErrTooLarge):
 			return Refusal{http.StatusBadGateway, "upstream_error", "response_too_large", ge.Error()}, true
+		case errors.Is(err, ErrUpstreamRedirect):
+			return Refusal{http.StatusBadGateway, "upstream_error", "upstream_redirect", ge.Error()}, true
+		case errors.Is(err, ErrUnreadableResponse):
+			return Refusal{http.StatusBadGateway, "upstream_error", "unreadable_response", ge.Error()}, true
 		case ge.Stage == StageParse:
 			return Refusal{http.StatusBadRequest, "invalid_request_error", "aishield_unparsable", ge.Error()}, true
 		}

@@ -99,8 +99,11 @@ func (x *Exchange) Fail(status int) {
 // exchange's placeholders in it. It returns the body to deliver, or
 // *ContaminationError when a blocking signal fired (the body must not be
 // delivered), or *GuardError when the body cannot be checked and the
-// policy fails closed. Non-JSON bodies of a non-2xx status are passed as
-// they are.
+// policy fails closed. Every status below 400 is verified (the official
+// clients take them all for success): its body must be JSON (a JSON media
+// type, or none and a body that parses as JSON) or UTF-8 plain text, any
+// other type fails with *GuardError wrapping ErrUnreadableResponse. Bodies
+// of statuses from 400 up are the provider's errors (see errorResponse).
 func (x *Exchange) Response(ctx context.Context, status int, contentType string, body []byte) (out []byte, err error) {
 	x.status = status
 	defer x.g.record(x)
@@ -121,24 +124,24 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 		x.verdict, x.failNote = VerdictError, stage
 		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: e}
 	}
-	if status < 200 || status > 299 {
+	if status >= 400 {
 		return x.errorResponse(ctx, status, contentType, body)
 	}
 	var resp *wire.Response
 	switch {
 	case len(strings.TrimSpace(string(body))) == 0:
 		resp = &wire.Response{Kind: x.kind}
-	case isJSON(contentType):
+	case bodyKind(contentType, body) == bodyJSON:
 		resp, err = wire.ParseResponse(x.kind, body)
 		if err != nil {
 			return fail(StageResponse, err)
 		}
-	case strings.HasPrefix(strings.ToLower(contentType), "text/"):
+	case bodyKind(contentType, body) == bodyText:
 		resp = &wire.Response{Kind: x.kind, Segments: []wire.Segment{{Field: "body", Text: string(body)}}}
 	default:
-		// Audio, images, binary files: nothing textual to verify.
-		x.verdict = VerdictUnverified
-		return body, nil
+		// An SSE stream (see Stream), audio, images, HTML, binary files:
+		// nothing the guard reads, so nothing it could vouch for.
+		return fail(StageResponse, unreadableError(x, contentType))
 	}
 	var sigs []inbound.Signal
 	var all strings.Builder
@@ -176,7 +179,7 @@ func (x *Exchange) Response(ctx context.Context, status int, contentType string,
 	if !changed {
 		return body, nil
 	}
-	if resp.Segments[0].Field == "body" && len(resp.Segments) == 1 && !isJSON(contentType) {
+	if resp.Segments[0].Field == "body" && len(resp.Segments) == 1 && bodyKind(contentType, body) == bodyText {
 		return []byte(restored[0]), nil
 	}
 	for i, t := range restored {

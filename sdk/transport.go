@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/aishield/aishield/internal/wire"
 )
@@ -167,38 +165,5 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 		x.Fail(0)
 		return x, nil, err
 	}
-	ct := resp.Header.Get("Content-Type")
-	media, _, _ := mime.ParseMediaType(ct)
-	if resp.Header.Get("Content-Encoding") != "" && !strings.EqualFold(resp.Header.Get("Content-Encoding"), "identity") {
-		resp.Body.Close()
-		err := &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("compressed response (%s) cannot be verified", resp.Header.Get("Content-Encoding"))}
-		if !t.Guard.policy.FailOpen {
-			x.Fail(resp.StatusCode)
-			return x, nil, err
-		}
-		x.FailedOpen, x.failNote, x.verdict, x.status = true, StageResponse, VerdictUnverified, resp.StatusCode
-		t.Guard.record(x)
-		return x, resp, nil
-	}
-	if media == "text/event-stream" {
-		resp.Body = x.Stream(ctx, resp.Body, t.Stream)
-		resp.ContentLength = -1
-		resp.Header.Del("Content-Length")
-		return x, resp, nil
-	}
-	data, err := readLimited(resp.Body, t.maxBody())
-	resp.Body.Close()
-	if err != nil {
-		x.Fail(resp.StatusCode)
-		return x, nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: fmt.Errorf("reading response body: %w", err)}
-	}
-	data, err = x.Response(ctx, resp.StatusCode, ct, data)
-	if err != nil {
-		return x, nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(data))
-	resp.ContentLength = int64(len(data))
-	resp.Header.Set("Content-Length", strconv.Itoa(len(data)))
-	resp.Uncompressed = false
-	return x, resp, nil
+	return t.deliver(ctx, x, out, resp)
 }

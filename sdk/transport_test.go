@@ -341,23 +341,32 @@ func TestStreamCutBeforeContamination(t *testing.T) {
 
 // TestTransportContract checks the http.RoundTripper rules: the caller's
 // request is left alone, the clone carries body, ContentLength and GetBody
-// (a 307 redirect replays the redacted body), nil Base is the default
-// transport.
+// (GetBody replays the redacted body), nil Base is the default transport.
 func TestTransportContract(t *testing.T) {
 	u := newUpstream(t)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/redirect/", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, u.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
-	})
-	redir := newServer(t, mux)
 	g := newGuard(t, sdk.Options{})
 	body := chatBody("hello " + email)
-	req, _ := http.NewRequest("POST", redir+"/redirect/x", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", u.URL+"/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept-Encoding", "gzip")
 	origHeader := req.Header.Clone()
 	origLen := req.ContentLength
-	client := &http.Client{Transport: &sdk.Transport{Guard: g}}
+	var replayed []byte
+	base := roundTripFunc(func(out *http.Request) (*http.Response, error) {
+		if out.GetBody == nil {
+			return nil, errors.New("clone without GetBody")
+		}
+		rc, err := out.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		replayed, _ = io.ReadAll(rc)
+		if int64(len(replayed)) != out.ContentLength {
+			return nil, fmt.Errorf("GetBody gives %d bytes, ContentLength %d", len(replayed), out.ContentLength)
+		}
+		return http.DefaultTransport.RoundTrip(out)
+	})
+	client := &http.Client{Transport: &sdk.Transport{Guard: g, Base: base}}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +375,9 @@ func TestTransportContract(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(out), email) {
 		t.Fatalf("response not restored: %s", out)
+	}
+	if bytes.Contains(replayed, []byte(email)) || !bytes.Contains(replayed, []byte("hello")) {
+		t.Fatalf("GetBody replays %q, want the redacted body", replayed)
 	}
 	if req.ContentLength != origLen || len(req.Header) != len(origHeader) || req.Header.Get("Accept-Encoding") != "gzip" {
 		t.Fatal("caller's request was modified")
@@ -457,3 +469,8 @@ func TestConcurrentExchangesIsolated(t *testing.T) {
 		}
 	}
 }
+
+// roundTripFunc turns a function into an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
