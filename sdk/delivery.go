@@ -275,6 +275,7 @@ func (t *Transport) deliver(ctx context.Context, x *Exchange, req *http.Request,
 		x.refused(resp.StatusCode, StageResponse)
 		return x, nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: err}
 	}
+	innerDecoded := resp.Uncompressed
 	if len(codings) > 0 {
 		resp.Header.Del("Content-Encoding")
 		resp.Header.Del("Content-Length")
@@ -291,6 +292,9 @@ func (t *Transport) deliver(ctx context.Context, x *Exchange, req *http.Request,
 	body.Close()
 	if err != nil {
 		x.Fail(resp.StatusCode)
+		if innerDecoded && len(codings) == 0 {
+			codings = []string{"gzip"} // undone by the inner http.Transport
+		}
 		if len(codings) > 0 && !errors.Is(err, ErrTooLarge) && ctx.Err() == nil {
 			err = fmt.Errorf("%w: decoding its %s body: %v", ErrUnreadableResponse, strings.Join(codings, ", "), err)
 		}
