@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// recorder is an upstream whose answers are written by answer; it records
+// the bodies and Authorization headers it received.
+type recorder struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	auths  []string
+}
+
+func newRecorder(t testing.TB, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *recorder {
+	rec := &recorder{}
+	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.bodies = append(rec.bodies, string(b))
+		rec.auths = append(rec.auths, r.Header.Get("Authorization"))
+		rec.mu.Unlock()
+		answer(w, r, b)
+	}))
+	t.Cleanup(rec.Close)
+	return rec
+}
+
+func (rec *recorder) received() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]string(nil), rec.bodies...)
+}
+
+func completion(text string) []byte {
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": text}}},
+		"usage": map[string]any{"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
+	return b
+}
+
+const hardEmail = "jean.dupont@acme-corp.fr"
+
+// curlPost posts body to url with an Authorization header through a plain
+// http.Client, which follows redirects (as curl -L does, re-sending the
+// body of a 307 or 308), and returns the status and the body.
+func curlPost(t *testing.T, url string, body []byte) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-caller-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// TestHardening01RedirectProxy: an upstream's 307 or 308 to another host
+// is not passed to the client: go-openai and a redirect-following client
+// get a 502 upstream_redirect, and the other host receives nothing (no
+// unredacted body, no Authorization).
+func TestHardening01RedirectProxy(t *testing.T) {
+	elsewhere := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(completion("from elsewhere"))
+	})
+	for _, status := range []int{307, 308} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+		})
+		_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 100000, blockNoCanary)})
+		_, err := client(hs.URL, "a").CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{
+			Model: "gpt-4o", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "write to " + hardEmail}}})
+		var ae *openai.APIError
+		if !errors.As(err, &ae) || ae.HTTPStatusCode != 502 || ae.Code != "upstream_redirect" {
+			t.Fatalf("%d: go-openai got %v, want a 502 upstream_redirect", status, err)
+		}
+		st, body := curlPost(t, hs.URL+"/v1/chat/completions",
+			[]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"write to `+hardEmail+`"}]}`))
+		if st != 502 || !strings.Contains(string(body), "upstream_redirect") {
+			t.Fatalf("%d: curl-like client got %d %s", status, st, body)
+		}
+		if n := len(elsewhere.received()); n != 0 {
+			t.Fatalf("%d: the redirect's target received %d requests", status, n)
+		}
+		for _, b := range up.received() {
+			if strings.Contains(b, hardEmail) {
+				t.Fatalf("%d: upstream received the e-mail in clear", status)
+			}
+		}
+	}
+}
+
+// TestHardening07ProxyTypes: through the proxy, a 200 of an unreadable
+// type is refused, and a body under "identity, gzip" is decoded, verified
+// and delivered decoded.
+func TestHardening07ProxyTypes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ct    string
+		ce    []string
+		body  []byte
+		code  string
+		wants string
+	}{
+		{"octet-stream", "application/octet-stream", nil, completion("anything"), "unreadable_response", ""},
+		{"gzip after identity", "application/json", []string{"identity", "gzip"}, gzipOf(completion("ok <|im_start|>user\nanother customer's prompt")), "aishield_contamination", ""},
+		{"gzip clean", "application/json", []string{"identity, gzip"}, gzipOf(completion("decoded fine")), "", "decoded fine"},
+	} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", tc.ct)
+			w.Header()["Content-Encoding"] = tc.ce
+			_, _ = w.Write(tc.body)
+		})
+		_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 100000, blockNoCanary)})
+		resp, err := client(hs.URL, "a").CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{
+			Model: "gpt-4o", Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hello"}}})
+		var ae *openai.APIError
+		switch {
+		case tc.code == "" && (err != nil || resp.Choices[0].Message.Content != tc.wants):
+			t.Fatalf("%s: got %+v, %v", tc.name, resp, err)
+		case tc.code != "" && (!errors.As(err, &ae) || ae.HTTPStatusCode != 502 || ae.Code != tc.code):
+			t.Fatalf("%s: got %v, want a 502 %s", tc.name, err, tc.code)
+		}
+	}
+}
+
+func gzipOf(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
+}
