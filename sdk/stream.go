@@ -3,9 +3,11 @@ package sdk
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"strings"
@@ -50,7 +52,7 @@ func (x *Exchange) Stream(ctx context.Context, body io.ReadCloser, opts StreamOp
 		x.info.Streamed = true
 	}
 	f := &streamFilter{x: x, ctx: ctx, src: body, r: sse.NewReader(body), opts: opts,
-		pending: map[string]string{}, tmpl: map[string]template{}}
+		pending: map[string]string{}, tmpl: map[string]template{}, chanSum: map[string]hash.Hash{}, fed: map[[sha256.Size]byte]bool{}}
 	f.w = sse.NewWriter(&f.out)
 	return f
 }
@@ -87,7 +89,13 @@ type streamFilter struct {
 	sawDone bool
 	sum     wire.Summary // the stream's metadata, folded
 	err     error        // sticky: returned once out is drained
-	open    bool         // failed open: pass raw events from now on
+	open    bool         // failed open: pass events unchecked from now on
+	// chanSum hashes the verified text of each channel so far, and fed
+	// the texts outside channels fed to the verifier already: a text an
+	// event repeats (a ".done" event's full text, a response object
+	// echoed by several events) is verified once.
+	chanSum map[string]hash.Hash
+	fed     map[[sha256.Size]byte]bool
 }
 
 func (f *streamFilter) Close() error {
@@ -111,15 +119,40 @@ func (f *streamFilter) Read(p []byte) (int, error) {
 }
 
 // step reads and handles one upstream event.
+//
+// What goes out is written from what the guard parsed (event type, ID and
+// data; data on one line), never the upstream's raw bytes: comments,
+// unknown fields, retry fields and events without data (which no client
+// dispatches) are dropped. Nothing after the terminal event ([DONE],
+// message_stop, response.completed) is read or delivered: the stream ends
+// there.
 func (f *streamFilter) step() {
+	if f.sawDone {
+		_ = f.src.Close()
+		f.finish(io.EOF)
+		return
+	}
 	ev, err := f.r.Next()
 	if err != nil {
 		f.finish(err)
 		return
 	}
-	if f.open || f.closed || len(ev.Data) == 0 {
+	if len(ev.Data) == 0 {
+		return
+	}
+	if f.open || f.closed {
 		f.enqueueRaw(ev)
-		f.release(f.closed || f.open)
+		f.release(true)
+		return
+	}
+	if !eventName(ev.Event) {
+		if f.failOpen(StageStream) {
+			f.release(true)
+			f.enqueueRaw(ev)
+			f.release(true)
+			return
+		}
+		f.cutGuard(StageStream, errors.New("an SSE event type that is not a name"))
 		return
 	}
 	se, perr := wire.ParseStreamEvent(ev.Event, ev.Data)
@@ -171,7 +204,7 @@ func (f *streamFilter) step() {
 		}
 	}
 	var sigs []inbound.Signal
-	var text strings.Builder
+	var text, whole strings.Builder
 	for i, seg := range se.Segments {
 		src := seg.Text
 		if seg.Channel != "" {
@@ -190,8 +223,14 @@ func (f *streamFilter) step() {
 		if seg.Channel != "" {
 			sigs = append(sigs, foreignSignals(res.foreign, f.written+text.Len())...)
 			text.WriteString(res.text)
+			f.sumChannel(seg.Channel, res.text)
 		} else {
 			sigs = append(sigs, foreignSignals(res.foreign, f.written)...)
+			if f.unverified(res.text) {
+				whole.WriteByte('\n')
+				whole.WriteString(res.text)
+				whole.WriteByte('\n')
+			}
 		}
 		if res.text != seg.Text {
 			if err := se.Set(i, res.text); err != nil {
@@ -201,8 +240,8 @@ func (f *streamFilter) step() {
 			modified = true
 		}
 	}
-	it := item{ev: ev, typ: ev.Event}
-	if modified {
+	it := item{ev: ev, typ: ev.Event, data: ev.Data}
+	if modified || se.Done {
 		data, err := se.Encode()
 		if err != nil {
 			f.cutGuard(StageStream, err)
@@ -210,6 +249,10 @@ func (f *streamFilter) step() {
 		}
 		it.data = data
 	}
+	// Texts outside channels (whole texts: a content block's start, a
+	// message or response object, an error message, log-probabilities'
+	// tokens, annotations) are verified after the event's deltas.
+	text.WriteString(whole.String())
 	if !f.enqueue(it, text.String(), se.ID, se.Model, sigs) {
 		return
 	}
@@ -251,6 +294,7 @@ func (f *streamFilter) flush(ch string) bool {
 		return false
 	}
 	res := f.x.vault.restore(held, se.Segments[t.seg].JSON)
+	f.sumChannel(ch, res.text)
 	data, err := se.Only(t.seg, res.text)
 	if err != nil {
 		f.cutGuard(StageStream, err)
@@ -391,22 +435,86 @@ func hasLogprobs(data []byte) bool {
 }
 
 // writeItem writes it to the output; false when that failed (f.err set).
+// The event is encoded afresh: its type, its ID when it is a name, and its
+// data, on one line when it is JSON (a JSON text's line breaks are white
+// space), so that clients that read each data line alone (go-openai) and
+// those that join them (the SSE specification) read the same.
 func (f *streamFilter) writeItem(it *item) bool {
-	var err error
-	switch {
-	case it.data != nil:
-		ev := &sse.Event{Event: it.typ, Data: it.data, Retry: -1}
-		if it.ev != nil {
-			ev.ID, ev.HasID = it.ev.ID, it.ev.HasID
-		}
-		err = f.w.Write(ev)
-	default:
-		err = f.w.WriteRaw(it.ev.Raw)
+	data := it.data
+	if data == nil && it.ev != nil {
+		data = it.ev.Data
 	}
-	if err != nil {
+	ev := &sse.Event{Event: it.typ, Data: data, Retry: -1}
+	if !f.open {
+		ev.Data = oneLine(data)
+	}
+	if it.ev != nil && eventName(it.ev.ID) {
+		ev.ID, ev.HasID = it.ev.ID, it.ev.HasID
+	}
+	if err := f.w.Write(ev); err != nil {
 		f.err = err
 		return false
 	}
+	return true
+}
+
+// oneLine returns JSON data with its line breaks (white space between
+// tokens: a JSON string cannot hold a raw one) turned into spaces.
+func oneLine(data []byte) []byte {
+	if !bytes.ContainsAny(data, "\r\n") {
+		return data
+	}
+	out := bytes.Clone(data)
+	for i, c := range out {
+		if c == '\r' || c == '\n' {
+			out[i] = ' '
+		}
+	}
+	return out
+}
+
+// eventName reports whether s is empty or a name as the APIs use for SSE
+// event types and IDs: at most 256 letters, digits and "._-:".
+func eventName(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-' || c == ':') {
+			return false
+		}
+	}
+	return true
+}
+
+// sumChannel adds text to the verified text of channel ch.
+func (f *streamFilter) sumChannel(ch, text string) {
+	h := f.chanSum[ch]
+	if h == nil {
+		h = sha256.New()
+		f.chanSum[ch] = h
+	}
+	h.Write([]byte(text))
+}
+
+// unverified reports whether text, outside channels, is still to be
+// verified: not empty, not fed before, not the whole verified text of a
+// channel (as ".done" events repeat it). It marks it fed.
+func (f *streamFilter) unverified(text string) bool {
+	if text == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(text))
+	if f.fed[sum] {
+		return false
+	}
+	for _, h := range f.chanSum {
+		if bytes.Equal(h.Sum(nil), sum[:]) {
+			return false
+		}
+	}
+	f.fed[sum] = true
 	return true
 }
 

@@ -54,9 +54,10 @@ func lastEvent(stream []byte) (last string, errorEvents int) {
 // stream that does not end normally ends with exactly one error event in
 // the provider's format, decided by the stream filter from what it parsed
 // (not from the last bytes), and Read then returns io.EOF (a stream that
-// breaks after its terminal event is complete: no event); without it
-// (in-process clients) Read returns the typed error or the upstream's read
-// error, and a truncated stream ends with io.EOF, as before.
+// breaks after its terminal event is complete: no event, and what follows
+// the terminal event is not read); without it (in-process clients) Read
+// returns the typed error or the upstream's read error, and a truncated
+// stream ends with io.EOF.
 func TestStreamEndings(t *testing.T) {
 	complete := sseChat("Your appointment is confirmed for Friday.", []byte{5})
 	truncated := complete[:bytes.Index(complete, []byte("data: [DONE]"))]
@@ -82,8 +83,9 @@ func TestStreamEndings(t *testing.T) {
 			wantType: "upstream_error", wantErr: func(err error) bool { return err == nil }},
 		{name: "upstream reset", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(truncated), err: reset} },
 			wantType: "upstream_error", wantCode: "upstream_unavailable", wantErr: func(err error) bool { return errors.Is(err, reset) }},
+		// The stream ends at its terminal event: what follows is not read.
 		{name: "reset after the terminal event", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(complete), err: reset} },
-			wantErr: func(err error) bool { return errors.Is(err, reset) }},
+			wantErr: func(err error) bool { return err == nil }},
 		{name: "upstream timeout", body: func() io.ReadCloser { return &failingBody{r: bytes.NewReader(truncated), err: timeoutError{}} },
 			wantType: "upstream_error", wantCode: "upstream_timeout", wantErr: func(err error) bool { return errors.Is(err, timeoutError{}) }},
 		{name: "malformed", body: func() io.ReadCloser {

@@ -4,8 +4,10 @@
 //
 // The [Reader] is incremental: it returns one event per call, accepts LF, CR
 // and CRLF line endings, joins multi-line data fields with "\n", skips
-// comments, and refuses lines and events larger than its limits with a
-// typed error instead of buffering without bound. Each event also keeps its
+// comments, and refuses lines and events larger than its limits, and field
+// lines that start with white space (which the specification ignores but
+// clients that trim lines read), with a typed error instead of buffering
+// without bound or reading a stream otherwise than a client. Each event also keeps its
 // raw bytes so that a proxy can forward it unchanged.
 package sse
 
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"unicode"
 )
 
 // Default limits of a Reader.
@@ -199,6 +202,13 @@ func (r *Reader) next() (*Event, error) {
 		if line[0] == ':' {
 			sawField = true
 			continue
+		}
+		if rest := bytes.TrimLeftFunc(line, unicode.IsSpace); len(rest) < len(line) && len(bytes.TrimSpace(rest)) > 0 {
+			// The specification ignores such a line (its field name is
+			// not "data"), but clients that trim lines (go-openai) read
+			// it: a reader that ignored it would let through what it did
+			// not read.
+			return nil, &Error{Line: r.line, Msg: "a field line that starts with white space"}
 		}
 		sawField = true
 		name, value := line, []byte(nil)

@@ -68,10 +68,10 @@ func responseMeta(k string) bool {
 	switch k {
 	case "id", "object", "created", "created_at", "model", "usage", "system_fingerprint",
 		"service_tier", "type", "role", "stop_reason", "stop_sequence", "status", "index",
-		"finish_reason", "logprobs", "call_id", "item_id", "output_index", "content_index",
+		"finish_reason", "call_id", "item_id", "output_index", "content_index",
 		"sequence_number", "tool_call_id", "name", "signature", "parallel_tool_calls",
 		"tool_choice", "temperature", "top_p", "max_output_tokens", "previous_response_id",
-		"reasoning", "store", "truncation", "annotations", "incomplete_details",
+		"reasoning", "store", "truncation", "incomplete_details", "obfuscation",
 		"embedding", "encrypted_content", "cache_control", "container":
 		return true
 	}
@@ -80,29 +80,46 @@ func responseMeta(k string) bool {
 
 // respWalk extracts every string of a response tree except those under
 // metadata keys (at any depth). "text" is metadata only when it holds an
-// object (the responses API's output format settings).
+// object (the responses API's output format settings); of an "audio"
+// object only the transcript is text (its data is the encoded audio).
+// Log-probabilities (their tokens) and annotations (titles, URLs, quoted
+// text) are texts the caller receives, so they are extracted too.
 func (x *extractor) respWalk(v any, role, field string) {
 	switch t := v.(type) {
 	case string:
 		x.add(role, field, t, field == "arguments" || field == "partial_json")
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
-			if responseMeta(k) {
-				continue
-			}
-			if _, isObj := t[k].(map[string]any); isObj && k == "text" {
-				continue
-			}
-			x.push(k)
-			x.respWalk(t[k], role, k)
-			x.pop()
-		}
+		x.respMap(t, role, nil)
 	case []any:
 		for i, e := range t {
 			x.push(i)
 			x.respWalk(e, role, field)
 			x.pop()
 		}
+	}
+}
+
+// respMap is respWalk of the members of m, less those skip names.
+func (x *extractor) respMap(m map[string]any, role string, skip func(string) bool) {
+	for _, k := range sortedKeys(m) {
+		if responseMeta(k) || skip != nil && skip(k) {
+			continue
+		}
+		v := m[k]
+		if obj, isObj := v.(map[string]any); isObj {
+			switch k {
+			case "text":
+				continue
+			case "audio":
+				x.push(k)
+				x.text(obj, "transcript", role, "transcript")
+				x.pop()
+				continue
+			}
+		}
+		x.push(k)
+		x.respWalk(v, role, k)
+		x.pop()
 	}
 }
 

@@ -151,6 +151,20 @@ func (e *StreamEvent) openai(x *extractor, m map[string]any) {
 			x.delta(d, "content", ci, false)
 			x.delta(d, "refusal", ci+"/r", false)
 			x.delta(d, "reasoning_content", ci+"/k", false)
+			if a, ok := d["audio"].(map[string]any); ok {
+				x.push("audio")
+				x.delta(a, "transcript", ci+"/a", false)
+				x.pop()
+			}
+			// Every other text of the delta (annotations, fields this
+			// parser does not name) is verified too, whole.
+			x.respMap(d, "assistant", func(k string) bool {
+				switch k {
+				case "content", "refusal", "reasoning_content", "audio", "tool_calls", "function_call":
+					return true
+				}
+				return false
+			})
 			if calls, ok := d["tool_calls"].([]any); ok {
 				x.push("tool_calls")
 				for j, tv := range calls {
@@ -173,6 +187,9 @@ func (e *StreamEvent) openai(x *extractor, m map[string]any) {
 			x.pop()
 		}
 		x.delta(c, "text", ci, false) // legacy completions chunks
+		// The choice's other texts: log-probabilities' tokens, fields this
+		// parser does not name.
+		x.respMap(c, "assistant", func(k string) bool { return k == "delta" || k == "text" })
 		if fr, ok := c["finish_reason"].(string); ok && fr != "" {
 			e.FinishReason = fr
 			e.Ends = append(e.Ends, ci)
@@ -180,6 +197,7 @@ func (e *StreamEvent) openai(x *extractor, m map[string]any) {
 		x.pop()
 	}
 	x.pop()
+	x.respMap(m, "assistant", func(k string) bool { return k == "choices" })
 }
 
 func (e *StreamEvent) anthropic(x *extractor, m map[string]any, typ string) {
@@ -207,8 +225,8 @@ func (e *StreamEvent) anthropic(x *extractor, m map[string]any, typ string) {
 				x.delta(d, "partial_json", bi, true)
 			case "thinking_delta":
 				x.delta(d, "thinking", bi, false)
-			case "signature_delta", "citations_delta":
-			default:
+			case "signature_delta":
+			default: // citations_delta (cited text, titles), others
 				x.respWalk(d, "assistant", "delta")
 			}
 			x.pop()
@@ -219,6 +237,9 @@ func (e *StreamEvent) anthropic(x *extractor, m map[string]any, typ string) {
 		e.EndsAll = true
 		if d, ok := m["delta"].(map[string]any); ok {
 			e.FinishReason, _ = d["stop_reason"].(string)
+			x.push("delta")
+			x.respMap(d, "assistant", nil)
+			x.pop()
 		}
 		e.Usage = parseUsage(m["usage"])
 	case "message_stop":
@@ -231,6 +252,7 @@ func (e *StreamEvent) responses(x *extractor, m map[string]any, typ string) {
 	switch typ {
 	case "response.output_text.delta":
 		x.delta(m, "delta", oi+"/"+strconv.Itoa(index(m["content_index"])), false)
+		x.respMap(m, "assistant", func(k string) bool { return k == "delta" }) // log-probabilities
 	case "response.refusal.delta":
 		x.delta(m, "delta", oi+"/r"+strconv.Itoa(index(m["content_index"])), false)
 	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
