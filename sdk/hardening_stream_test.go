@@ -144,7 +144,7 @@ func TestHardening08EveryText(t *testing.T) {
 	resp := func(events ...string) string {
 		s := ""
 		for _, e := range events {
-			typ := e[len(`{"type":"`):strings.Index(e[len(`{"type":"`):], `"`)+len(`{"type":"`)]
+			typ := e[len(`{"type":"`) : strings.Index(e[len(`{"type":"`):], `"`)+len(`{"type":"`)]
 			s += "event: " + typ + "\ndata: " + e + "\n\n"
 		}
 		return s
