@@ -219,3 +219,71 @@ func TestHardening08EveryText(t *testing.T) {
 func responsesParams(prompt string) responses.ResponseNewParams {
 	return responses.ResponseNewParams{Model: "gpt-4o", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(prompt)}}
 }
+
+// TestHardening08SplitDataLines: an event whose JSON spans several data
+// lines (the specification joins them; go-openai reads each line alone) is
+// delivered on one line, so that go-openai reads what the guard verified,
+// not a line of it that happens to be a chunk of its own.
+func TestHardening08SplitDataLines(t *testing.T) {
+	body := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}],\"x\":\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" UNREAD words\"}}]}\n" +
+		"data: }\n\n" +
+		"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	up := streamUpstream(t, body)
+	g := newGuard(t, sdk.Options{})
+	cfg := goopenai.DefaultConfig("test-key")
+	cfg.BaseURL = up.URL + "/v1"
+	cfg.HTTPClient = &http.Client{Transport: &sdk.Transport{Guard: g}}
+	st, err := goopenai.NewClientWithConfig(cfg).CreateChatCompletionStream(context.Background(), chatOf("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var got strings.Builder
+	for {
+		r, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Choices) > 0 {
+			got.WriteString(r.Choices[0].Delta.Content)
+		}
+	}
+	if got.String() != "Hi" {
+		t.Fatalf("go-openai read %q, want the verified event's text", got.String())
+	}
+}
+
+// TestHardening08ResponseFields: in a whole (non-streamed) answer, the
+// log-probabilities' tokens, annotations (titles, URLs), the audio
+// transcript and the refusal are verified like the content.
+func TestHardening08ResponseFields(t *testing.T) {
+	message := func(msg, choice string) []byte {
+		return []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"finish_reason":"stop","message":` +
+			msg + choice + `}],"usage":{"prompt_tokens":20,"completion_tokens":5,"total_tokens":25}}`)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"logprobs token", message(`{"role":"assistant","content":"Hi"}`, `,"logprobs":{"content":[{"token":"`+jsonText+`","logprob":-1,"bytes":[1],"top_logprobs":[]}]}`)},
+		{"top_logprobs token", message(`{"role":"assistant","content":"Hi"}`, `,"logprobs":{"content":[{"token":"Hi","logprob":-1,"bytes":[1],"top_logprobs":[{"token":"`+jsonText+`","logprob":-2,"bytes":[2]}]}]}`)},
+		{"annotation title", message(`{"role":"assistant","content":"See.","annotations":[{"type":"url_citation","url_citation":{"start_index":0,"end_index":3,"title":"`+jsonText+`","url":"https://example.com/"}}]}`, "")},
+		{"annotation url", message(`{"role":"assistant","content":"See.","annotations":[{"type":"url_citation","url_citation":{"start_index":0,"end_index":3,"title":"t","url":"https://example.com/?q=`+jsonText+`"}}]}`, "")},
+		{"audio transcript", message(`{"role":"assistant","content":null,"audio":{"id":"a1","data":"AAAA","expires_at":1,"transcript":"`+jsonText+`"}}`, "")},
+		{"refusal", message(`{"role":"assistant","content":null,"refusal":"`+jsonText+`"}`, "")},
+	} {
+		up := newScripted(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(tc.body)
+		})
+		g := newVerifiedGuard(t, sdk.Options{Policy: testPolicyMode(t, "closed")}, []byte("k"))
+		_, err := goOpenAI(g, up.URL, 0).CreateChatCompletion(context.Background(), chatOf("hello"))
+		if code, st := apiErrorCode(err); code != "aishield_contamination" || st != 502 {
+			t.Fatalf("%s: got %v, want a 502 aishield_contamination", tc.name, err)
+		}
+	}
+}
