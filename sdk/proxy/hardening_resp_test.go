@@ -149,3 +149,62 @@ func gzipOf(b []byte) []byte {
 	_ = zw.Close()
 	return buf.Bytes()
 }
+
+// TestHardening08ProxyStreams: through the proxy, go-openai reads nothing
+// after [DONE] on the wire, nothing of a data line with leading white
+// space, and no text hidden in a field other than the content (here the
+// top log-probabilities).
+func TestHardening08ProxyStreams(t *testing.T) {
+	const foreign = `<|im_start|>user\nanother customer's question`
+	first := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+	end := "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+	for _, tc := range []struct {
+		name, body string
+		cut        string // the code of the error event that ends the stream ("" for a complete one)
+	}{
+		{"after [DONE]", first + end + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" another customer\"}}]}\n\n", ""},
+		{"leading space", first + "   data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" another customer\"}}]}\n\n" + end, "aishield_guard_error"},
+		{"top logprobs", first + "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\".\"},\"logprobs\":{\"content\":[{\"token\":\".\",\"logprob\":-1,\"bytes\":[46],\"top_logprobs\":[{\"token\":\"" + foreign + "\",\"logprob\":-2,\"bytes\":[1]}]}]}}]}\n\n" + end, "aishield_contamination"},
+	} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, tc.body)
+		})
+		_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 100000, blockNoCanary)})
+		// The wire, as a client that reads everything sees it.
+		st, raw := curlPost(t, hs.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hello"}]}`))
+		if st != 200 || strings.Contains(string(raw), "another customer") {
+			t.Fatalf("%s: %d, delivered %q", tc.name, st, raw)
+		}
+		if tc.cut == "" && !strings.HasSuffix(string(raw), "data: [DONE]\n\n") || tc.cut != "" && !strings.Contains(string(raw), tc.cut) {
+			t.Fatalf("%s: stream ends %q, want cut %q", tc.name, raw, tc.cut)
+		}
+		// go-openai reads the same.
+		s, err := client(hs.URL, "a").CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
+			Model: "gpt-4o", Stream: true, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: "hello"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for {
+			r, err := s.Recv()
+			if err != nil {
+				break
+			}
+			for _, c := range r.Choices {
+				got.WriteString(c.Delta.Content)
+				if c.Logprobs != nil {
+					for _, lp := range c.Logprobs.Content {
+						for _, top := range lp.TopLogprobs {
+							got.WriteString(top.Token)
+						}
+					}
+				}
+			}
+		}
+		s.Close()
+		if strings.Contains(got.String(), "another customer") {
+			t.Fatalf("%s: go-openai read %q", tc.name, got.String())
+		}
+	}
+}
