@@ -152,6 +152,9 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("event: x\r\ndata: a\r\ndata: b\r\n\r\n: c\n"))
 	f.Add([]byte("data: x\rid: 1\rretry: 10\r\r"))
+	f.Add([]byte("data: a\n\n  data: {\"b\":1}\n\n"))
+	f.Add([]byte("\tdata: x\n\n \xc2\xa0data: y\n\n"))
+	f.Add([]byte("   \n\ndata: z\n\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := NewReader(bytes.NewReader(in))
 		r.MaxLine, r.MaxEvent = 1<<10, 4<<10
@@ -190,4 +193,22 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHardening08ReaderLeadingSpace: a field line that starts with white
+// space is ignored by the specification but read by clients that trim
+// lines (go-openai): the Reader refuses it rather than ignore it. A line
+// of white space only is an unknown field, ignored by both.
+func TestHardening08ReaderLeadingSpace(t *testing.T) {
+	for _, in := range []string{"  data: {}\n\n", "\tdata: {}\n\n", "\u00a0data: {}\n\n", "data: a\n data: b\n\n", "  event: x\n\n"} {
+		_, err := NewReader(strings.NewReader(in)).Next()
+		var se *Error
+		if !errors.As(err, &se) {
+			t.Errorf("%q: %v, want *Error", in, err)
+		}
+	}
+	ev, err := NewReader(strings.NewReader("   \ndata: ok\n\n")).Next()
+	if err != nil || string(ev.Data) != "ok" {
+		t.Errorf("white-space-only line: %v %v", ev, err)
+	}
 }

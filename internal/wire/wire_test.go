@@ -398,6 +398,7 @@ func FuzzParseRequest(f *testing.F) {
 func FuzzParseResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"content":"a"}}],"usage":{"prompt_tokens":1}}`))
 	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"usage":{"input_tokens":1e3}}`))
+	f.Add([]byte(`{"choices":[{"message":{"content":"a","annotations":[{"type":"url_citation","url_citation":{"title":"t","url":"u"}}],"audio":{"data":"AAAA","transcript":"tr"}},"logprobs":{"content":[{"token":"a","bytes":[97],"top_logprobs":[{"token":"b"}]}]}}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseResponse(KindChat, body)
 		if err != nil {
@@ -418,6 +419,10 @@ func FuzzParseStreamEvent(f *testing.F) {
 	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}}`))
 	f.Add("", []byte(`{"type":"response.output_text.delta","delta":"a"}`))
 	f.Add("", []byte(`[DONE]`))
+	f.Add("", []byte(`{"choices":[{"index":0,"delta":{"audio":{"transcript":"t","data":"AA"},"annotations":[{"url_citation":{"title":"x"}}]},"logprobs":{"content":[{"token":"a","top_logprobs":[{"token":"b"}]}]}}],"obfuscation":"zz"}`))
+	f.Add("message_start", []byte(`{"type":"message_start","message":{"id":"m","content":[{"type":"text","text":"a"}]}}`))
+	f.Add("content_block_start", []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"n","input":{"q":"v"}}}`))
+	f.Add("content_block_delta", []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{"cited_text":"c","document_title":"d"}}}`))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		e, err := ParseStreamEvent(typ, data)
 		if err != nil {

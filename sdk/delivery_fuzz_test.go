@@ -1,0 +1,78 @@
+package sdk
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/andybalholm/brotli"
+)
+
+// encodeWith applies codings to data in order, as a server does.
+func encodeWith(t *testing.T, data []byte, codings []string) []byte {
+	t.Helper()
+	for _, c := range codings {
+		var buf bytes.Buffer
+		var w io.WriteCloser
+		switch c {
+		case "gzip", "x-gzip":
+			w = gzip.NewWriter(&buf)
+		case "deflate":
+			w = zlib.NewWriter(&buf)
+		case "br":
+			w = brotli.NewWriter(&buf)
+		default:
+			t.Fatalf("coding %q", c)
+		}
+		_, _ = w.Write(data)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		data = buf.Bytes()
+	}
+	return data
+}
+
+// FuzzContentCoding: any Content-Encoding field and body decode without
+// panicking and never past the bound; a body encoded with the parsed
+// codings, in order, decodes back to itself.
+func FuzzContentCoding(f *testing.F) {
+	f.Add("identity, gzip", []byte(`{"a":1}`))
+	f.Add("gzip, br", []byte("hello"))
+	f.Add("deflate", []byte{0x78, 0x9c, 0x03, 0x00})
+	f.Add("br,identity,gzip", []byte{})
+	f.Add("zstd", []byte("x"))
+	f.Fuzz(func(t *testing.T, field string, data []byte) {
+		const limit = 1 << 16
+		codings, err := contentCodings(http.Header{"Content-Encoding": {field}})
+		if err != nil {
+			if !errors.Is(err, ErrUnreadableResponse) {
+				t.Fatalf("error %v does not wrap ErrUnreadableResponse", err)
+			}
+			return
+		}
+		// Arbitrary bytes as the body.
+		if rc, err := decodedBody(io.NopCloser(bytes.NewReader(data)), codings); err == nil {
+			out, err := readLimited(rc, limit)
+			if err == nil && len(out) > limit {
+				t.Fatalf("%d bytes past the bound", len(out))
+			}
+		}
+		if len(data) > limit {
+			return
+		}
+		// The body as the server would have encoded it.
+		rc, err := decodedBody(io.NopCloser(bytes.NewReader(encodeWith(t, data, codings))), codings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := readLimited(rc, limit)
+		if err != nil || !bytes.Equal(out, data) {
+			t.Fatalf("round trip through %v: %v, %d bytes, want %d", codings, err, len(out), len(data))
+		}
+	})
+}
