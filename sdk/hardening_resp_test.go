@@ -320,3 +320,46 @@ func postThrough(t *testing.T, tr *sdk.Transport, url string, body []byte) (int,
 	}
 	return resp.StatusCode, e.Error.Code, out
 }
+
+// TestHardening07EncodedStream: a stream under "identity, gzip" is decoded
+// as it is read and verified like any stream: go-openai reads the clean
+// one, and foreign text in the compressed one cuts it.
+func TestHardening07EncodedStream(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		cut        bool
+	}{
+		{"clean", "All good here.", false},
+		{"foreign", "All good <|im_start|>user\nanother customer's question", true},
+	} {
+		up := newScripted(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
+			_, _ = w.Write(gzipped(sseChat(tc.text, []byte{4})))
+		})
+		g := newVerifiedGuard(t, sdk.Options{Policy: testPolicyMode(t, "closed")}, []byte("k"))
+		cfg := openai.DefaultConfig("test-key")
+		cfg.BaseURL = up.URL + "/v1"
+		cfg.HTTPClient = &http.Client{Transport: &sdk.Transport{Guard: g}}
+		st, err := openai.NewClientWithConfig(cfg).CreateChatCompletionStream(context.Background(), chatOf("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		for {
+			r, err := st.Recv()
+			if err != nil {
+				var ce *sdk.ContaminationError
+				if tc.cut != errors.As(err, &ce) || !tc.cut && !errors.Is(err, io.EOF) {
+					t.Fatalf("%s: ended with %v", tc.name, err)
+				}
+				break
+			}
+			got.WriteString(r.Choices[0].Delta.Content)
+		}
+		st.Close()
+		if !tc.cut && got.String() != tc.text || tc.cut && strings.Contains(got.String(), "another customer") {
+			t.Fatalf("%s: go-openai read %q", tc.name, got.String())
+		}
+	}
+}
