@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/andybalholm/brotli"
@@ -75,4 +76,37 @@ func FuzzContentCoding(f *testing.F) {
 			t.Fatalf("round trip through %v: %v, %d bytes, want %d", codings, err, len(out), len(data))
 		}
 	})
+}
+
+// TestHardening07ContentCodings: Content-Encoding is one ordered list over
+// all its field lines, identity dropped, names case-insensitive; unknown
+// codings and more than maxCodings are refused.
+func TestHardening07ContentCodings(t *testing.T) {
+	for _, tc := range []struct {
+		lines []string
+		want  string // codings joined by "+", or "error"
+	}{
+		{[]string{"identity", "gzip"}, "gzip"},
+		{[]string{"identity, gzip"}, "gzip"},
+		{[]string{"GZIP , br"}, "gzip+br"},
+		{[]string{"gzip", "identity", "br"}, "gzip+br"},
+		{[]string{"deflate,,x-gzip"}, "deflate+x-gzip"},
+		{[]string{""}, ""},
+		{nil, ""},
+		{[]string{"gzip", "zstd"}, "error"},
+		{[]string{"compress"}, "error"},
+		{[]string{"gzip, gzip, gzip, gzip, gzip"}, "error"},
+	} {
+		got, err := contentCodings(http.Header{"Content-Encoding": tc.lines})
+		s := strings.Join(got, "+")
+		if err != nil {
+			s = "error"
+			if !errors.Is(err, ErrUnreadableResponse) {
+				t.Errorf("%q: %v does not wrap ErrUnreadableResponse", tc.lines, err)
+			}
+		}
+		if s != tc.want {
+			t.Errorf("%q: %q, want %q", tc.lines, s, tc.want)
+		}
+	}
 }
