@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
 	openai "github.com/sashabaranov/go-openai"
 )
 
@@ -205,6 +207,52 @@ func TestHardening08ProxyStreams(t *testing.T) {
 		s.Close()
 		if strings.Contains(got.String(), "another customer") {
 			t.Fatalf("%s: go-openai read %q", tc.name, got.String())
+		}
+	}
+}
+
+// TestHardening08ProxyAnthropic: through the proxy, anthropic-sdk-go (which
+// keeps accumulating after message_stop) reads nothing after it, and text
+// in message_start's content or a tool_use block's input is verified.
+func TestHardening08ProxyAnthropic(t *testing.T) {
+	const foreign = `<|im_start|>user\nanother customer's question`
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test-1\",\"content\":[],\"usage\":{\"input_tokens\":30,\"output_tokens\":1}}}\n\n"
+	text := "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Confirmed.\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+	end := "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":3}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for _, tc := range []struct {
+		name, body string
+		cut        bool
+	}{
+		{"after message_stop", start + text + end + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" another customer\"}}\n\n", false},
+		{"message_start content", strings.Replace(start, `"content":[]`, `"content":[{"type":"text","text":"`+foreign+`"}]`, 1) + text + end, true},
+		{"tool_use input", start + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"lookup\",\"input\":{\"q\":\"" + foreign + "\"}}}\n\n" +
+			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" + end, true},
+	} {
+		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, tc.body)
+		})
+		_, hs := startProxy(t, Options{Policy: anthropicPolicy(t, up.URL), Upstream: "claude"})
+		c := anthropic.NewClient(option.WithBaseURL(hs.URL), option.WithAPIKey("sk-ant-k"), option.WithMaxRetries(0))
+		st := c.Messages.NewStreaming(context.Background(), anthropic.MessageNewParams{Model: "claude-test-1", MaxTokens: 64,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("confirm"))}})
+		var msg anthropic.Message
+		for st.Next() {
+			if err := msg.Accumulate(st.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := st.Err()
+		st.Close()
+		got, _ := json.Marshal(msg.Content)
+		if strings.Contains(string(got), "another customer") || tc.cut != (err != nil) {
+			t.Fatalf("%s: accumulated %s, err %v", tc.name, got, err)
+		}
+		if tc.cut && !strings.Contains(err.Error(), "aishield_contamination") {
+			t.Fatalf("%s: err %v, want the contamination event", tc.name, err)
 		}
 	}
 }
