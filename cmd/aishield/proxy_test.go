@@ -41,7 +41,7 @@ func TestServeProxyGracefulAndQuiet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var errOut bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- serveProxy(ctx, ln, p, &errOut) }()
+	go func() { done <- serveProxy(ctx, ln, "http", p, &errOut) }()
 	if status := postChat(t, "http://"+ln.Addr().String(), "sk-very-secret-key-123"); status != 200 {
 		t.Fatalf("status %d", status)
 	}
