@@ -82,6 +82,7 @@ func freeAddr(t *testing.T) string {
 // has its own random hash key, as separate processes would.
 func TestProxyRedisFlag(t *testing.T) {
 	addr := redistest.Start(t)
+	t.Setenv(envStoreKey, "deployment store key, shared") // keys the records' MAC; the proxies share it
 	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192),
 		pagedcache.WithSeed(11), pagedcache.WithFaults(pagedcache.FaultOversizeStalePages))
 	pol := filepath.Join(t.TempDir(), "policy.yaml")

@@ -128,7 +128,7 @@ type clientBody struct {
 	lim      *limiter
 	reserved int64 // bytes reserved, released by the call's end
 	read     int64
-	done     func() // lifts the read deadline; called once
+	done     func() // lifts the read deadline at the body's end; called once
 	once     sync.Once
 	mu       sync.Mutex
 }
@@ -149,25 +149,20 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		}
 		b.mu.Unlock()
 	}
-	if err != nil {
-		b.finish()
-		if !errors.Is(err, io.EOF) {
-			err = &clientBodyError{err: err}
+	if errors.Is(err, io.EOF) {
+		// Read whole: the deadline has done its work. (After a failed
+		// read it stays: net/http then discards what is left of the body,
+		// which must not wait for ever.)
+		if b.done != nil {
+			b.once.Do(b.done)
 		}
+	} else if err != nil {
+		err = &clientBodyError{err: err}
 	}
 	return n, err
 }
 
-func (b *clientBody) Close() error {
-	b.finish()
-	return b.rc.Close()
-}
-
-func (b *clientBody) finish() {
-	if b.done != nil {
-		b.once.Do(b.done)
-	}
-}
+func (b *clientBody) Close() error { return b.rc.Close() }
 
 // releaseAll returns the body's reservation; called once the call ends.
 func (b *clientBody) releaseAll() {

@@ -649,7 +649,11 @@ func isStream(h http.Header) bool {
 // nothing (logged as 499).
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	c := callOf(r)
-	if r.Context().Err() != nil {
+	// A failed read of the body cancels the request's context too (net/http
+	// does): a body read past its deadline is still answered, the caller
+	// being there, just slow.
+	var cbe *clientBodyError
+	if r.Context().Err() != nil && !(errors.As(err, &cbe) && cbe.timedOut()) {
 		c.w.status = 499 // the client went away
 		return
 	}
