@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -65,8 +66,9 @@ func parseRedisTarget(arg, password string, caPEM []byte) (*redisTarget, error) 
 		}
 		t.opts = o
 	} else {
-		if _, _, err := net.SplitHostPort(arg); err != nil {
-			return nil, fmt.Errorf("%q is neither host:port nor a redis:// URL", arg)
+		host, port, err := net.SplitHostPort(arg)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || strings.ContainsAny(host, "/@?#") {
+			return nil, errors.New("the value is neither host:port nor a redis:// URL")
 		}
 		t.opts = &redis.Options{Addr: arg}
 		t.display = arg
@@ -146,7 +148,7 @@ func (l *scrubbingLogger) Printf(_ context.Context, format string, v ...any) {
 	line := scrubSecrets(fmt.Sprintf(format, v...), l.secrets...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintln(l.w, "aishield: redis:", strings.TrimRight(line, "\n"))
+	fmt.Fprintln(l.w, "aishield:", strings.TrimRight(line, "\n"))
 }
 
 // redisSecrets lists the credentials of t to scrub from go-redis's logs
