@@ -30,9 +30,26 @@
 // guard's audit records (sdk.Options.OnRecord).
 //
 // The caller's credentials (Authorization, x-api-key, ...) pass through to
-// the upstream untouched and are never logged. Forwarded and X-Forwarded-*
-// headers are not passed on: the upstream does not learn the caller's
-// address.
+// the upstream untouched and are never logged. Forwarded, X-Forwarded-*,
+// X-Real-IP and the like are not passed on: the upstream does not learn
+// the caller's address, nor what the caller claims it is
+// (Options.ForwardClientAddress sets X-Forwarded-For, -Host and -Proto from
+// the connection itself).
+//
+// # Limits and authentication
+//
+// Every resource a caller can make the proxy hold is bounded (see
+// Options): requests at once (429 with Retry-After beyond), the sum of the
+// request bodies in flight (429), each body (413), the time to receive a
+// body (408, a read deadline lifted once the body is read), and the size of
+// a streamed answer (cut by the guard with an error event). Each breach is
+// counted in /metrics (aishield_proxy_limit_total).
+//
+// With Options.CallerKeys, every request but /healthz must present a
+// caller key (X-Aishield-Key, or Proxy-Authorization: Bearer), removed
+// before forwarding, or is answered 401. Without it the proxy trusts
+// whoever reaches it: the CLI refuses to serve a non-loopback address
+// without caller keys or mutual TLS.
 //
 // # Principals
 //
