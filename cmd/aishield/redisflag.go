@@ -62,7 +62,7 @@ func parseRedisTarget(arg, password string, caPEM []byte) (*redisTarget, error) 
 		t.display = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 		o, err := redis.ParseURL(arg)
 		if err != nil {
-			return nil, fmt.Errorf("Redis URL %s: %s", t.display, scrubSecrets(err.Error(), arg, u.User.String(), userPassword(u)))
+			return nil, fmt.Errorf("Redis URL %s: %s", t.display, scrubSecrets(err.Error(), append(urlSecrets(arg), arg)...))
 		}
 		t.opts = o
 	} else {
@@ -154,9 +154,23 @@ func (l *scrubbingLogger) Printf(_ context.Context, format string, v ...any) {
 // redisSecrets lists the credentials of t to scrub from go-redis's logs
 // and errors.
 func redisSecrets(t *redisTarget, raw string) []string {
-	out := []string{t.opts.Password}
+	return append(urlSecrets(raw), t.opts.Password)
+}
+
+// urlSecrets lists the credentials of a Redis URL: its user information
+// and password, decoded and as written.
+func urlSecrets(raw string) []string {
+	var out []string
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		out = append(out, u.User.String(), userPassword(u))
+	}
+	// The password as written in the URL (escaped as its author chose).
+	if _, rest, ok := strings.Cut(raw, "://"); ok {
+		if at := strings.LastIndexByte(strings.SplitN(rest, "/", 2)[0], '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+				out = append(out, pw)
+			}
+		}
 	}
 	return out
 }

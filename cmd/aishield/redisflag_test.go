@@ -71,3 +71,18 @@ func FuzzParseRedisTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestScrubbingLogger: go-redis's log lines reach the CLI's error output
+// without the Redis credentials, raw or URL-escaped.
+func TestScrubbingLogger(t *testing.T) {
+	target, err := parseRedisTarget("redis://alice:p%40ss-w0rd!@h:6379/0", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	l := &scrubbingLogger{w: &out, secrets: redisSecrets(target, "redis://alice:p%40ss-w0rd!@h:6379/0")}
+	l.Printf(t.Context(), "redis: dial %s failed with %q (%s)", "redis://alice:p%40ss-w0rd!@h:6379/0", "p@ss-w0rd!", "AUTH alice p@ss-w0rd!")
+	if s := out.String(); strings.Contains(s, "ss-w0rd") || !strings.Contains(s, "***") {
+		t.Fatalf("log line %q", s)
+	}
+}

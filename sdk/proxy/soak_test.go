@@ -59,7 +59,8 @@ func rss() uint64 {
 // sample's heap and RSS stay within 25% (+32 MiB) of the largest sample
 // taken by the middle of the run, and its goroutines within 16 of the
 // warm-up's: nothing grows with the number of requests served. No request
-// fails but by the guard's or the server's own refusals.
+// fails but by the guard's or the server's own refusals (blocked requests,
+// the server's 4xx, answers the verifier withholds).
 func TestHardeningSoak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv(SoakEnv))
 	if err != nil || d <= 0 {
@@ -75,9 +76,9 @@ func TestHardeningSoak(t *testing.T) {
 	sc := traffic.NewScenario(traffic.ScenarioOptions{Seed: 18, Rounds: 8})
 
 	var (
-		gate                   sync.RWMutex // clients hold it for reading per request; the sampler takes it
-		served, refused, other atomic.Int64
-		firstErr               atomic.Value
+		gate                             sync.RWMutex // clients hold it for reading per request; the sampler takes it
+		served, refused, withheld, other atomic.Int64
+		firstErr                         atomic.Value
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -103,6 +104,11 @@ func TestHardeningSoak(t *testing.T) {
 					served.Add(1)
 				case errors.As(err, &ae) && ae.HTTPStatusCode < 500:
 					refused.Add(1) // blocked for content, or the server's own 4xx
+				case errors.As(err, &ae) && ae.Type == "aishield_contamination":
+					// The verifier's verdict on an answer (the model joins
+					// quotes of its prompt, digits included): the guard's
+					// own refusal, not a failure of the proxy.
+					withheld.Add(1)
 				default:
 					other.Add(1)
 					firstErr.CompareAndSwap(nil, fmt.Sprintf("%v", err))
@@ -118,7 +124,7 @@ func TestHardeningSoak(t *testing.T) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		return soakSample{at: time.Since(start).Round(time.Second), heap: ms.HeapAlloc, rss: rss(),
-			goroutines: runtime.NumGoroutine(), requests: served.Load() + refused.Load() + other.Load()}
+			goroutines: runtime.NumGoroutine(), requests: served.Load() + refused.Load() + withheld.Load() + other.Load()}
 	}
 	var samples []soakSample
 	tick := time.NewTicker(d / 10)
@@ -135,7 +141,8 @@ func TestHardeningSoak(t *testing.T) {
 	for _, s := range samples {
 		t.Logf("%6s  requests %7d  heap %5d MiB  rss %5d MiB  goroutines %4d", s.at, s.requests, s.heap>>20, s.rss>>20, s.goroutines)
 	}
-	t.Logf("%d served, %d refused (4xx), %d failed in %s with %d clients", served.Load(), refused.Load(), other.Load(), d, clients)
+	t.Logf("%d served, %d refused (4xx), %d withheld by the verifier (502), %d failed in %s with %d clients",
+		served.Load(), refused.Load(), withheld.Load(), other.Load(), d, clients)
 	if other.Load() > 0 {
 		t.Errorf("%d requests failed otherwise than by a refusal; first: %v", other.Load(), firstErr.Load())
 	}
