@@ -182,7 +182,7 @@ from the connection itself.`,
 	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through Redis: host:port or redis[s]://[user:password@]host:port/db (default $"+envRedisURL+"; password also from $"+envRedisPassword+")")
 	f.StringVar(&redisCA, "redis-ca", "", "PEM file of the CA a rediss:// server's certificate must chain to (default: the system's roots)")
 	f.IntVar(&maxConcurrent, "max-concurrent", proxy.DefaultMaxConcurrent, "API requests served at once; beyond, 429 with Retry-After (negative: no limit)")
-	f.Int64Var(&maxInFlight, "max-in-flight-bytes", proxy.DefaultMaxInFlightBytes, "sum of the request bodies being served; beyond, 429 (negative: no limit)")
+	f.Int64Var(&maxInFlight, "max-in-flight-bytes", 0, "sum of the request bodies being served; beyond, 429 (0: four times --max-body; negative: no limit)")
 	f.Int64Var(&maxStream, "max-stream-bytes", proxy.DefaultMaxStreamBytes, "largest streamed answer in bytes; a longer one is cut with an error event (negative: no limit)")
 	f.DurationVar(&bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "time to receive a request body; beyond, 408 (negative: no limit)")
 	f.StringVar(&callerKeysPath, "caller-keys", "", "require callers to present one of the keys in FILE (one per line, or sha256:HEX) in X-Aishield-Key or Proxy-Authorization: Bearer")

@@ -132,15 +132,16 @@ func TestHardening09ConcurrencyLimit(t *testing.T) {
 	}
 }
 
-// TestHardening09InFlightBytes: bodies that would take the bytes in flight
-// over MaxInFlightBytes are answered 429, the declared ones before they
-// are read, the chunked ones once their bytes do not fit; the upstream
-// receives neither.
+// TestHardening09InFlightBytes: while a request of 600 KB is being served,
+// bodies that would take the bytes in flight over MaxInFlightBytes (1 MB)
+// are answered 429, a declared one before it is read, a chunked one once
+// its bytes do not fit; the upstream receives neither. Once the first is
+// served its bytes are given back.
 func TestHardening09InFlightBytes(t *testing.T) {
-	up := newFixedUpstream(t, "Fine.")
-	_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 0, quietInbound), MaxBody: 4 << 20, MaxInFlightBytes: 1 << 20})
-	big, _ := json.Marshal(chatReq(prose(3, 300000)[:1500000], 8, false))
-	for _, chunked := range []bool{false, true} {
+	up := newGatedUpstream(t)
+	_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 0, quietInbound), MaxBody: 1 << 20, MaxInFlightBytes: 1 << 20})
+	big, _ := json.Marshal(chatReq(prose(3, 200000)[:600000], 8, false))
+	send := func(chunked bool) (int, string) {
 		var r io.Reader = bytes.NewReader(big)
 		if chunked {
 			r = io.MultiReader(r) // no length known: sent chunked
@@ -149,23 +150,37 @@ func TestHardening09InFlightBytes(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			t.Fatalf("chunked %v: %v", chunked, err)
+			t.Errorf("chunked %v: %v", chunked, err)
+			return 0, ""
 		}
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("chunked %v: %d %s; want 429", chunked, resp.StatusCode, data)
+		return resp.StatusCode, string(data)
+	}
+	first := make(chan int, 1)
+	go func() { code, _ := send(false); first <- code }()
+	<-up.arrived
+	for _, chunked := range []bool{false, true} {
+		code, body := send(chunked)
+		if code != http.StatusTooManyRequests {
+			t.Fatalf("chunked %v: %d %s; want 429", chunked, code, body)
 		}
-		if _, code := apiErrorOf(t, string(data)); code != "proxy_memory_limit" {
-			t.Errorf("chunked %v: code %q", chunked, code)
+		if _, c := apiErrorOf(t, body); c != "proxy_memory_limit" {
+			t.Errorf("chunked %v: code %q", chunked, c)
 		}
 	}
-	if n := up.count(); n != 0 {
-		t.Errorf("the upstream received %d requests", n)
+	if n := up.n.Load(); n != 1 {
+		t.Errorf("the upstream received %d requests, want the first only", n)
 	}
-	// A body that fits still passes, and its bytes were given back.
-	if resp, body := post(t, hs.URL, "What is the weekly schedule?", nil); resp.StatusCode != 200 {
-		t.Errorf("small request: %d %s", resp.StatusCode, body)
+	close(up.release)
+	if code := <-first; code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	for _, chunked := range []bool{false, true} {
+		if code, body := send(chunked); code != 200 {
+			t.Errorf("chunked %v, alone: %d %s", chunked, code, body)
+		}
+		<-up.arrived
 	}
 	if m := metricsOf(t, hs.URL, ""); !strings.Contains(m, `aishield_proxy_limit_total{limit="in_flight_bytes"} 2`) {
 		t.Errorf("metrics:\n%s", m)
@@ -448,5 +463,23 @@ func TestHardening16CallerKeys(t *testing.T) {
 	}
 	if m := metricsOf(t, hs.URL, key); !strings.Contains(m, "aishield_proxy_unauthenticated_total 3") {
 		t.Errorf("metrics:\n%s", m)
+	}
+}
+
+// TestNewLimitsConsistent: a MaxInFlightBytes below MaxBody is refused (a
+// body of MaxBody could never be admitted, and its 429 would be retried
+// for ever); by default it is four bodies of MaxBody.
+func TestNewLimitsConsistent(t *testing.T) {
+	pol := testPolicyInbound(t, "http://127.0.0.1:1", 0, quietInbound)
+	if _, err := New(context.Background(), Options{Policy: pol, Upstream: "upstream", MaxBody: 2 << 20, MaxInFlightBytes: 1 << 20}); err == nil {
+		t.Error("MaxInFlightBytes below MaxBody accepted")
+	}
+	p, err := New(context.Background(), Options{Policy: pol, Upstream: "upstream", MaxBody: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.opts.MaxInFlightBytes != 8<<20 || p.opts.MaxConcurrent != DefaultMaxConcurrent || p.opts.MaxStreamBytes != DefaultMaxStreamBytes || p.opts.BodyTimeout != DefaultBodyTimeout {
+		t.Errorf("defaults: %+v", p.opts)
 	}
 }

@@ -22,7 +22,8 @@ const (
 	// DefaultMaxConcurrent bounds the API requests served at once.
 	DefaultMaxConcurrent = 64
 	// DefaultMaxInFlightBytes bounds the sum of the request bodies being
-	// served: four bodies of DefaultMaxBody.
+	// served: four bodies of DefaultMaxBody (Options.MaxInFlightBytes is
+	// four of Options.MaxBody by default).
 	DefaultMaxInFlightBytes = 4 * DefaultMaxBody
 	// DefaultMaxStreamBytes bounds one streamed response.
 	DefaultMaxStreamBytes = 64 << 20

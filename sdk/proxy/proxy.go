@@ -193,7 +193,8 @@ type Options struct {
 	// a moment for a slot, then is answered 429 with Retry-After.
 	MaxConcurrent int
 	// MaxInFlightBytes bounds the sum of the request bodies being served
-	// (default DefaultMaxInFlightBytes; negative: no bound). A request
+	// (default four times MaxBody, DefaultMaxInFlightBytes with the
+	// default MaxBody; negative: no bound; at least MaxBody). A request
 	// whose declared Content-Length does not fit is answered 429 before
 	// its body is read; a body of unknown length reserves its bytes as
 	// they come and is answered 429 once they do not fit.
@@ -290,7 +291,10 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		opts.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if opts.MaxInFlightBytes == 0 {
-		opts.MaxInFlightBytes = DefaultMaxInFlightBytes
+		opts.MaxInFlightBytes = 4 * opts.MaxBody
+	}
+	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBody {
+		return nil, fmt.Errorf("proxy: Options.MaxInFlightBytes (%d) is below MaxBody (%d): a body of MaxBody could never be admitted", opts.MaxInFlightBytes, opts.MaxBody)
 	}
 	if opts.MaxStreamBytes == 0 {
 		opts.MaxStreamBytes = DefaultMaxStreamBytes
