@@ -141,10 +141,14 @@ func (b *clientBody) Read(p []byte) (int, error) {
 		b.read += int64(n)
 		short := b.read - b.reserved
 		if short > 0 {
+			// Reserve ahead in steps, or just what was read when a step
+			// does not fit.
 			step := max(short, reserveStep)
 			if !b.lim.reserve(step) {
-				b.mu.Unlock()
-				return 0, errInFlight
+				if step = short; !b.lim.reserve(step) {
+					b.mu.Unlock()
+					return 0, errInFlight
+				}
 			}
 			b.reserved += step
 		}
