@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,9 +25,11 @@ import (
 func newProxyCmd() *cobra.Command {
 	var (
 		policyRef, listen, upstream, redisAddr, auditPath, principalHeader string
-		maxBody                                                            int64
-		timeout, idle                                                      time.Duration
-		quiet                                                              bool
+		redisCA, callerKeysPath, tlsCert, tlsKey, clientCA                 string
+		maxBody, maxInFlight, maxStream                                    int64
+		maxConcurrent                                                      int
+		timeout, idle, bodyTimeout                                         time.Duration
+		quiet, insecurePublic, xForwarded                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -47,9 +51,28 @@ holds, so a restarted proxy keeps it intact. /healthz answers "ok"; /metrics ser
 Prometheus metrics (requests, decisions, blocked, redacted, contaminations, latency).
 With --redis, several proxies share
 their memory of recent exchanges (the cross-exchange signal) through Redis; set
-AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exchanges.`,
+AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exchanges.
+--redis takes host:port or a URL redis://[user:password@]host:port/db (rediss:// for TLS);
+AISHIELD_REDIS_URL gives the URL instead, and AISHIELD_REDIS_PASSWORD the password, so that
+neither shows in ps. Every record in Redis carries an HMAC under AISHIELD_STORE_KEY (else a
+key derived from AISHIELD_CANARY_KEY; one of them is required with --redis): records a writer
+without the key adds are ignored and counted.
+
+Resources are bounded: --max-concurrent requests at once (429 with Retry-After beyond),
+--max-in-flight-bytes of request bodies in all (429), --max-body per body (413),
+--body-timeout to receive a body (408), --max-stream-bytes per streamed answer (cut with an
+error event). /metrics counts each breach (aishield_proxy_limit_total).
+
+On an address other than loopback the proxy refuses to start unless callers authenticate:
+--caller-keys FILE (one key per line, or sha256:HEX; callers send X-Aishield-Key: KEY or
+Proxy-Authorization: Bearer KEY) or mutual TLS (--tls-cert, --tls-key and --client-ca).
+--insecure-public overrides that refusal, loudly. Forwarded, X-Forwarded-* and X-Real-IP
+headers from callers are never passed on; --x-forwarded sets X-Forwarded-For/Host/Proto
+from the connection itself.`,
 		Example: `  aishield proxy --policy default --upstream openai
-  aishield proxy --policy policy.yaml --listen 127.0.0.1:9000 --redis 127.0.0.1:6379`,
+  aishield proxy --policy policy.yaml --listen 127.0.0.1:9000 --redis 127.0.0.1:6379
+  AISHIELD_REDIS_URL=rediss://:secret@redis.internal:6380/2 AISHIELD_STORE_KEY=... aishield proxy --policy policy.yaml
+  aishield proxy --policy policy.yaml --listen 0.0.0.0:8787 --caller-keys /etc/aishield/keys`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -58,23 +81,63 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 				return withCode(2, err)
 			}
 			opts := proxy.Options{Policy: pol, Upstream: upstream, MaxBody: maxBody, UpstreamTimeout: timeout, IdleTimeout: idle,
-				PrincipalHeader: principalHeader}
+				PrincipalHeader: principalHeader, MaxConcurrent: maxConcurrent, MaxInFlightBytes: maxInFlight,
+				MaxStreamBytes: maxStream, BodyTimeout: bodyTimeout, ForwardClientAddress: xForwarded}
+			errOut := cmd.ErrOrStderr()
+			if callerKeysPath != "" {
+				keys, err := readCallerKeys(callerKeysPath)
+				if err != nil {
+					return withCode(2, err)
+				}
+				opts.CallerKeys = keys
+			}
+			tlsCfg, err := serverTLS(tlsCert, tlsKey, clientCA)
+			if err != nil {
+				return withCode(2, err)
+			}
 			if k := os.Getenv("AISHIELD_CANARY_KEY"); k != "" {
 				opts.CanaryKey = []byte(k)
 			}
 			if !quiet {
 				opts.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
+			if redisAddr == "" {
+				redisAddr = os.Getenv(envRedisURL)
+			}
 			if redisAddr != "" {
-				rc := redis.NewClient(&redis.Options{Addr: redisAddr})
+				var caPEM []byte
+				if redisCA != "" {
+					if caPEM, err = os.ReadFile(redisCA); err != nil {
+						return withCode(2, fmt.Errorf("--redis-ca: %w", err))
+					}
+				}
+				target, err := parseRedisTarget(redisAddr, os.Getenv(envRedisPassword), caPEM)
+				if err != nil {
+					return withCode(2, fmt.Errorf("--redis: %w", err))
+				}
+				key := storeKey(os.Getenv)
+				if len(key) < 16 {
+					return withCode(2, fmt.Errorf("--redis: set %s (at least 16 bytes) or AISHIELD_CANARY_KEY, the same in every proxy sharing the store: it keys the MAC of the records", envStoreKey))
+				}
+				secrets := redisSecrets(target, redisAddr)
+				// go-redis logs through a process-wide logger: the CLI owns
+				// its process, and scrubs the credentials from those lines.
+				redis.SetLogger(&scrubbingLogger{w: errOut, secrets: secrets})
+				rc := redis.NewClient(target.opts)
 				defer rc.Close()
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				err := rc.Ping(pctx).Err()
+				err = rc.Ping(pctx).Err()
 				cancel()
 				if err != nil {
-					return withCode(2, fmt.Errorf("--redis %s: %w", redisAddr, err))
+					return withCode(2, fmt.Errorf("--redis %s: %s", target.display, scrubSecrets(err.Error(), secrets...)))
 				}
-				opts.Store = fingerprint.NewRedisStore(rc, fingerprint.RedisOptions{})
+				ropts := fingerprint.RedisOptions{Key: key}
+				if opts.Log != nil {
+					ropts.Log = opts.Log
+				} else {
+					ropts.Log = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+				}
+				opts.Store = fingerprint.NewRedisStore(rc, ropts)
 			}
 			if auditPath != "" {
 				// Continue the trail's chain: a restarted proxy appends to it.
@@ -85,23 +148,49 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 				defer f.Close()
 				opts.AuditLog = auditLog
 			}
-			p, err := proxy.New(ctx, opts)
-			if err != nil {
-				return withCode(2, err)
-			}
-			defer p.Close()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return withCode(2, err)
 			}
-			return serveProxy(ctx, ln, p, cmd.ErrOrStderr())
+			if !isLoopback(ln.Addr()) {
+				authed := opts.CallerKeys != nil || clientCA != ""
+				switch {
+				case !authed && !insecurePublic:
+					ln.Close()
+					return withCode(2, fmt.Errorf("--listen %s is not a loopback address: callers must authenticate (--caller-keys FILE, or mutual TLS with --tls-cert, --tls-key and --client-ca); --insecure-public serves anyone who can reach it", listen))
+				case !authed:
+					fmt.Fprintf(errOut, "aishield: WARNING: --insecure-public: the proxy on %s serves ANY caller that can reach it, with no authentication: anyone there can send requests through your policy and read /metrics\n", ln.Addr())
+				}
+			}
+			p, err := proxy.New(ctx, opts)
+			if err != nil {
+				ln.Close()
+				return withCode(2, err)
+			}
+			defer p.Close()
+			scheme := "http"
+			if tlsCfg != nil {
+				ln, scheme = tls.NewListener(ln, tlsCfg), "https"
+			}
+			return serveProxy(ctx, ln, scheme, p, errOut)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&policyRef, "policy", "default", "policy file or preset name")
 	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (keep it on loopback unless you mean it)")
 	f.StringVar(&upstream, "upstream", "", "destination of requests outside /d/{destination}/")
-	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through the Redis server at ADDR")
+	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through Redis: host:port or redis[s]://[user:password@]host:port/db (default $"+envRedisURL+"; password also from $"+envRedisPassword+")")
+	f.StringVar(&redisCA, "redis-ca", "", "PEM file of the CA a rediss:// server's certificate must chain to (default: the system's roots)")
+	f.IntVar(&maxConcurrent, "max-concurrent", proxy.DefaultMaxConcurrent, "API requests served at once; beyond, 429 with Retry-After (negative: no limit)")
+	f.Int64Var(&maxInFlight, "max-in-flight-bytes", 0, "sum of the request bodies being served; beyond, 429 (0: four times --max-body; negative: no limit)")
+	f.Int64Var(&maxStream, "max-stream-bytes", proxy.DefaultMaxStreamBytes, "largest streamed answer in bytes; a longer one is cut with an error event (negative: no limit)")
+	f.DurationVar(&bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "time to receive a request body; beyond, 408 (negative: no limit)")
+	f.StringVar(&callerKeysPath, "caller-keys", "", "require callers to present one of the keys in FILE (one per line, or sha256:HEX) in X-Aishield-Key or Proxy-Authorization: Bearer")
+	f.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (with --tls-key)")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&clientCA, "client-ca", "", "require client certificates signed by the CAs in this PEM file (mutual TLS; needs --tls-cert)")
+	f.BoolVar(&insecurePublic, "insecure-public", false, "serve on a non-loopback address without caller authentication (dangerous)")
+	f.BoolVar(&xForwarded, "x-forwarded", false, "set X-Forwarded-For/Host/Proto on forwarded requests from the connection (callers' own are always dropped)")
 	f.StringVar(&auditPath, "audit", "", "append the audit trail (hash-chained JSON lines) to FILE, continuing its chain")
 	f.StringVar(&principalHeader, "principal-header", proxy.DefaultPrincipalHeader, "request header naming the principal (else a keyed hash of the caller's API key); removed before forwarding")
 	f.Int64Var(&maxBody, "max-body", proxy.DefaultMaxBody, "largest request (and non-streamed response) body in bytes")
@@ -112,10 +201,11 @@ AISHIELD_CANARY_KEY to the same secret in each so they can name each other's exc
 }
 
 // serveProxy serves h on ln until ctx is done, then shuts down gracefully,
-// letting requests in flight finish for up to 10 seconds.
-func serveProxy(ctx context.Context, ln net.Listener, h http.Handler, errOut io.Writer) error {
+// letting requests in flight finish for up to 10 seconds. scheme ("http"
+// or "https") names what ln serves.
+func serveProxy(ctx context.Context, ln net.Listener, scheme string, h http.Handler, errOut io.Writer) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(errOut, "aishield proxy listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(errOut, "aishield proxy listening on %s://%s\n", scheme, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -131,4 +221,59 @@ func serveProxy(ctx context.Context, ln net.Listener, h http.Handler, errOut io.
 	}
 	fmt.Fprintln(errOut, "aishield proxy stopped")
 	return err
+}
+
+// isLoopback reports whether addr is a loopback address (127.0.0.0/8,
+// ::1). The unspecified address (0.0.0.0, ::) is not: it listens on every
+// interface.
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// readCallerKeys reads the --caller-keys file. Its errors name the line,
+// never a key.
+func readCallerKeys(path string) (*proxy.CallerKeys, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--caller-keys: %w", err)
+	}
+	defer f.Close()
+	keys, err := proxy.ParseCallerKeys(f)
+	if err != nil {
+		return nil, fmt.Errorf("--caller-keys %s: %w", path, err)
+	}
+	return keys, nil
+}
+
+// serverTLS builds the TLS configuration of --tls-cert, --tls-key and
+// --client-ca: nil without a certificate. With --client-ca, clients must
+// present a certificate that chains to one of its CAs.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		if clientCA != "" {
+			return nil, errors.New("--client-ca needs --tls-cert and --tls-key (mutual TLS)")
+		}
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca %s holds no PEM certificate", clientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
 }

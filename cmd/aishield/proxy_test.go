@@ -41,7 +41,7 @@ func TestServeProxyGracefulAndQuiet(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var errOut bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- serveProxy(ctx, ln, p, &errOut) }()
+	go func() { done <- serveProxy(ctx, ln, "http", p, &errOut) }()
 	if status := postChat(t, "http://"+ln.Addr().String(), "sk-very-secret-key-123"); status != 200 {
 		t.Fatalf("status %d", status)
 	}
@@ -82,6 +82,7 @@ func freeAddr(t *testing.T) string {
 // has its own random hash key, as separate processes would.
 func TestProxyRedisFlag(t *testing.T) {
 	addr := redistest.Start(t)
+	t.Setenv(envStoreKey, "deployment store key, shared") // keys the records' MAC; the proxies share it
 	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(8192),
 		pagedcache.WithSeed(11), pagedcache.WithFaults(pagedcache.FaultOversizeStalePages))
 	pol := filepath.Join(t.TempDir(), "policy.yaml")

@@ -9,6 +9,14 @@ package redistest
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -30,6 +38,32 @@ const RequireEnv = "AISHIELD_REQUIRE_REDIS"
 // server.
 func Start(t testing.TB) string {
 	t.Helper()
+	return StartWith(t, Config{}).Addr
+}
+
+// Config configures a server of StartWith.
+type Config struct {
+	// Password, when set, is required of clients (requirepass).
+	Password string
+	// TLS serves TLS only, with a certificate for 127.0.0.1 signed by a
+	// CA of the test's own (Server.CAPEM); clients need no certificate.
+	TLS bool
+}
+
+// Server is a redis-server started by StartWith.
+type Server struct {
+	// Addr is "127.0.0.1:port" (the TLS port when Config.TLS).
+	Addr string
+	// CAPEM is the PEM certificate of the CA that signed the server's
+	// certificate (Config.TLS only).
+	CAPEM []byte
+}
+
+// StartWith is Start with a password or TLS. A redis-server built without
+// TLS support fails to start with TLS: the test is skipped then, unless
+// AISHIELD_REQUIRE_REDIS=1.
+func StartWith(t testing.TB, cfg Config) Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
@@ -45,24 +79,96 @@ func Start(t testing.TB) string {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	_ = l.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}
+	if cfg.Password != "" {
+		args = append(args, "--requirepass", cfg.Password)
+	}
+	srv := Server{Addr: addr}
+	opts := &redis.Options{Addr: addr, Password: cfg.Password}
+	if cfg.TLS {
+		caPEM, certPEM, keyPEM := testCerts(t)
+		for name, data := range map[string][]byte{"ca.pem": caPEM, "cert.pem": certPEM, "key.pem": keyPEM} {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args[:0], "--port", "0", "--tls-port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"),
+			"--tls-cert-file", filepath.Join(dir, "cert.pem"), "--tls-key-file", filepath.Join(dir, "key.pem"),
+			"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"), "--tls-auth-clients", "no")
+		if cfg.Password != "" {
+			args = append(args, "--requirepass", cfg.Password)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(caPEM)
+		opts.TLSConfig = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+		srv.CAPEM = caPEM
+	}
+	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	c := redis.NewClient(opts)
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		err := c.Ping(context.Background()).Err()
 		if err == nil {
-			return addr
+			return srv
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			if cfg.TLS && os.Getenv(RequireEnv) != "1" {
+				t.Skipf("redis-server did not start with TLS (built without it?): %s", log)
+			}
+			t.Fatalf("redis-server exited: %s", log)
+		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 			t.Fatalf("redis-server did not answer: %v\n%s", err, log)
 		}
 	}
+}
+
+// testCerts returns a CA certificate and a server certificate for
+// 127.0.0.1 it signed, with the server's key, all PEM.
+func testCerts(t testing.TB) (caPEM, certPEM, keyPEM []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "redistest CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
 }
 
 // Client starts a redis-server for t (see Start) and returns a client

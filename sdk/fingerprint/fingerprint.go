@@ -452,6 +452,27 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 	return dst
 }
 
+// HashesOf appends to dst the hashes of the fingerprints of text, in order
+// of position (duplicates kept), as Reset, Write and Take would give them,
+// without keeping the fingerprints' offsets: a caller that needs only the
+// hashes of a large text holds 8 bytes per fingerprint instead of 24, and
+// nothing twice. It resets w before and after.
+func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
+	w.Reset()
+	w.each = func(h uint64) { dst = append(dst, h) }
+	_, _ = w.Write(text)
+	w.each = nil
+	w.Reset()
+	return dst
+}
+
+// Density returns how many fingerprints a text of n bytes is expected to
+// have with opts: winnowing selects about 2/(Window+1) of the k-grams.
+func Density(n int, opts Options) int {
+	opts = opts.withDefaults()
+	return 2*n/(opts.Window+1) + n/64 + 16
+}
+
 // Of returns the fingerprints of text in order of position.
 func Of(text []byte, opts Options) []Fingerprint {
 	w := NewWinnower(opts)

@@ -37,7 +37,7 @@ func storeCases() []storeCase {
 		}},
 		{"redis", func(t *testing.T, clk *clock, maxHolders int) Store {
 			c := redistest.Client(t)
-			s := NewRedisStore(c, RedisOptions{Namespace: "test-" + t.Name(), MaxHolders: maxHolders, Batch: 3})
+			s := NewRedisStore(c, RedisOptions{Key: testStoreKey, Namespace: "test-" + t.Name(), MaxHolders: maxHolders, Batch: 3})
 			s.now = clk.now
 			return s
 		}},
@@ -204,7 +204,7 @@ func TestStoresConcurrent(t *testing.T) {
 func TestRedisKeysHaveTTL(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
-	s := NewRedisStore(c, RedisOptions{Namespace: "ns1"})
+	s := NewRedisStore(c, RedisOptions{Key: testStoreKey, Namespace: "ns1"})
 	if err := s.Record(ctx, "ex", []uint64{0xabc}, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -220,13 +220,13 @@ func TestRedisKeysHaveTTL(t *testing.T) {
 		t.Fatalf("PTTL = %v, %v", ttl, err)
 	}
 	// Another namespace does not see it.
-	other := NewRedisStore(c, RedisOptions{Namespace: "ns2"})
+	other := NewRedisStore(c, RedisOptions{Key: testStoreKey, Namespace: "ns2"})
 	got, _ := other.Lookup(ctx, []uint64{0xabc})
 	if got[0].Count != 0 {
 		t.Fatalf("namespace leak: %+v", got[0])
 	}
 	// A dead server gives a typed error.
-	dead := NewRedisStore(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), RedisOptions{})
+	dead := NewRedisStore(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), RedisOptions{Key: testStoreKey})
 	var re *RedisError
 	if _, err := dead.Lookup(ctx, []uint64{1}); err == nil || !asRedisError(err, &re) {
 		t.Fatalf("dead server lookup error = %v", err)
@@ -269,7 +269,7 @@ func TestRedisRecordAll(t *testing.T) {
 			c := redis.NewClient(&redis.Options{Addr: c.Options().Addr})
 			defer c.Close()
 			c.AddHook(count)
-			s := NewRedisStore(c, RedisOptions{Namespace: fmt.Sprint("all-", tc.batch), Batch: tc.batch})
+			s := NewRedisStore(c, RedisOptions{Key: testStoreKey, Namespace: fmt.Sprint("all-", tc.batch), Batch: tc.batch})
 			if err := s.RecordAll(ctx, []string{"ex~q1", "ex~i1"}, [][]uint64{{1, 2, 3, 3}, {3, 4, 5, 6, 7}}, time.Minute); err != nil {
 				t.Fatal(err)
 			}
@@ -297,3 +297,6 @@ func TestRedisRecordAll(t *testing.T) {
 		})
 	}
 }
+
+// testStoreKey keys the MAC of the Redis stores of the tests.
+var testStoreKey = []byte("aishield-test-store-key-32-bytes")

@@ -32,13 +32,18 @@ type metrics struct {
 	latencySum    float64
 	latencyN      uint64
 	inFlight      int64
+	limits        map[string]uint64 // limit name
+	unauth        uint64
+	// storeInvalid, when set, reads the fingerprint store's count of
+	// records ignored for an invalid MAC.
+	storeInvalid func() uint64
 }
 
 func newMetrics() *metrics {
 	return &metrics{
 		requests: map[[2]string]uint64{}, decisions: map[[2]string]uint64{}, blocked: map[[2]string]uint64{},
 		redacted: map[string]uint64{}, verdicts: map[[2]string]uint64{}, contaminated: map[string]uint64{},
-		signals: map[string]uint64{}, latencyCounts: make([]uint64, len(latencyBuckets)+1),
+		signals: map[string]uint64{}, latencyCounts: make([]uint64, len(latencyBuckets)+1), limits: map[string]uint64{},
 	}
 }
 
@@ -48,12 +53,31 @@ func (m *metrics) begin() {
 	m.mu.Unlock()
 }
 
+func (m *metrics) end() {
+	m.mu.Lock()
+	m.inFlight--
+	m.mu.Unlock()
+}
+
+// limit counts a request refused or a stream cut by the limit named.
+func (m *metrics) limit(name string) {
+	m.mu.Lock()
+	m.limits[name]++
+	m.mu.Unlock()
+}
+
+// unauthenticated counts a request refused for its caller key.
+func (m *metrics) unauthenticated() {
+	m.mu.Lock()
+	m.unauth++
+	m.mu.Unlock()
+}
+
 // done records one HTTP request of the proxy API.
 func (m *metrics) done(dest string, status int, d time.Duration) {
 	s := d.Seconds()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.inFlight--
 	m.requests[[2]string{dest, fmt.Sprint(status)}]++
 	i := sort.SearchFloat64s(latencyBuckets, s)
 	m.latencyCounts[i]++
@@ -129,6 +153,11 @@ func (m *metrics) write(w io.Writer) error {
 	pairs("aishield_verdicts_total", "Inbound verdicts of exchanges (clean, flagged, contaminated, unverified, error, not_sent).", "destination", "verdict", m.verdicts)
 	singles("aishield_contaminations_total", "Responses withheld or cut because they carried foreign material.", "destination", m.contaminated)
 	singles("aishield_inbound_signals_total", "Inbound signals raised, by signal ID.", "signal", m.signals)
+	singles("aishield_proxy_limit_total", "Requests refused (429, 413, 408) or streams cut by a resource limit of the proxy, by limit (concurrency, in_flight_bytes, body_size, body_timeout, stream_bytes).", "limit", m.limits)
+	fmt.Fprintf(&b, "# HELP aishield_proxy_unauthenticated_total Requests refused (401) for a missing or unknown caller key.\n# TYPE aishield_proxy_unauthenticated_total counter\naishield_proxy_unauthenticated_total %d\n", m.unauth)
+	if m.storeInvalid != nil {
+		fmt.Fprintf(&b, "# HELP aishield_store_invalid_records_total Fingerprint store records ignored because their MAC did not verify.\n# TYPE aishield_store_invalid_records_total counter\naishield_store_invalid_records_total %d\n", m.storeInvalid())
+	}
 	fmt.Fprintf(&b, "# HELP aishield_proxy_in_flight_requests Requests being served.\n# TYPE aishield_proxy_in_flight_requests gauge\naishield_proxy_in_flight_requests %d\n", m.inFlight)
 	name := "aishield_proxy_request_duration_seconds"
 	fmt.Fprintf(&b, "# HELP %s Time to serve a request, including the upstream and the guard.\n# TYPE %s histogram\n", name, name)

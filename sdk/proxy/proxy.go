@@ -30,9 +30,26 @@
 // guard's audit records (sdk.Options.OnRecord).
 //
 // The caller's credentials (Authorization, x-api-key, ...) pass through to
-// the upstream untouched and are never logged. Forwarded and X-Forwarded-*
-// headers are not passed on: the upstream does not learn the caller's
-// address.
+// the upstream untouched and are never logged. Forwarded, X-Forwarded-*,
+// X-Real-IP and the like are not passed on: the upstream does not learn
+// the caller's address, nor what the caller claims it is
+// (Options.ForwardClientAddress sets X-Forwarded-For, -Host and -Proto from
+// the connection itself).
+//
+// # Limits and authentication
+//
+// Every resource a caller can make the proxy hold is bounded (see
+// Options): requests at once (429 with Retry-After beyond), the sum of the
+// request bodies in flight (429), each body (413), the time to receive a
+// body (408, a read deadline lifted once the body is read), and the size of
+// a streamed answer (cut by the guard with an error event). Each breach is
+// counted in /metrics (aishield_proxy_limit_total).
+//
+// With Options.CallerKeys, every request but /healthz must present a
+// caller key (X-Aishield-Key, or Proxy-Authorization: Bearer), removed
+// before forwarding, or is answered 401. Without it the proxy trusts
+// whoever reaches it: the CLI refuses to serve a non-loopback address
+// without caller keys or mutual TLS.
 //
 // # Principals
 //
@@ -170,6 +187,43 @@ type Options struct {
 	// status, duration; never a header, a body or a principal), and the
 	// reverse proxy's own errors. Nil logs nothing.
 	Log *slog.Logger
+
+	// MaxConcurrent bounds the API requests served at once (default
+	// DefaultMaxConcurrent; negative: no bound). A request over it waits
+	// a moment for a slot, then is answered 429 with Retry-After.
+	MaxConcurrent int
+	// MaxInFlightBytes bounds the sum of the request bodies being served
+	// (default four times MaxBody, DefaultMaxInFlightBytes with the
+	// default MaxBody; negative: no bound; at least MaxBody). A request
+	// whose declared Content-Length does not fit is answered 429 before
+	// its body is read; a body of unknown length reserves its bytes as
+	// they come and is answered 429 once they do not fit.
+	MaxInFlightBytes int64
+	// MaxStreamBytes bounds one streamed response read from the upstream
+	// (default DefaultMaxStreamBytes; negative: no bound). A longer stream
+	// is cut by the guard with an error event (aishield_guard_error,
+	// nothing unverified released) and recorded as a failure of stage
+	// "stream".
+	MaxStreamBytes int64
+	// BodyTimeout bounds the reading of a request body, from the request's
+	// arrival (default DefaultBodyTimeout; negative: no bound). A body
+	// still arriving then is answered 408. It is a read deadline on the
+	// request only: it is lifted once the body is read, so that it does
+	// not cut the answer's stream.
+	BodyTimeout time.Duration
+
+	// CallerKeys, when set, authenticates callers: every request (but
+	// /healthz) must present one of its keys in the X-Aishield-Key header
+	// or as "Proxy-Authorization: Bearer KEY", or is answered 401. Both
+	// headers are removed before forwarding. Nil lets any caller in: keep
+	// such a proxy on loopback, or behind mutual TLS (see the CLI).
+	CallerKeys *CallerKeys
+	// ForwardClientAddress sets X-Forwarded-For, X-Forwarded-Host and
+	// X-Forwarded-Proto on forwarded requests from the connection the proxy
+	// served (never from the caller's headers). False sends none of them:
+	// Forwarded, X-Forwarded-* and X-Real-IP from the caller are always
+	// removed.
+	ForwardClientAddress bool
 }
 
 // Proxy is the reverse proxy. It is an http.Handler, safe for concurrent
@@ -183,6 +237,7 @@ type Proxy struct {
 	log          *slog.Logger
 	principalKey []byte // keys the principals derived from credentials
 	closeIdle    func()
+	lim          *limiter
 }
 
 // route is a destination the proxy can reach.
@@ -232,6 +287,24 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		opts.PrincipalHeader = DefaultPrincipalHeader
 	}
 	opts.PrincipalHeader = http.CanonicalHeaderKey(opts.PrincipalHeader)
+	if opts.MaxConcurrent == 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if opts.MaxInFlightBytes == 0 {
+		opts.MaxInFlightBytes = 4 * opts.MaxBody
+	}
+	if opts.MaxInFlightBytes > 0 && opts.MaxInFlightBytes < opts.MaxBody {
+		return nil, fmt.Errorf("proxy: Options.MaxInFlightBytes (%d) is below MaxBody (%d): a body of MaxBody could never be admitted", opts.MaxInFlightBytes, opts.MaxBody)
+	}
+	if opts.MaxStreamBytes == 0 {
+		opts.MaxStreamBytes = DefaultMaxStreamBytes
+	}
+	if opts.BodyTimeout == 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.CallerKeys != nil && opts.CallerKeys.Len() == 0 {
+		return nil, errors.New("proxy: Options.CallerKeys holds no key")
+	}
 	secret := opts.CanaryKey
 	if len(secret) == 0 {
 		secret = opts.Key
@@ -242,7 +315,11 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy: drawing a key: %w", err)
 		}
 	}
-	p := &Proxy{opts: opts, routes: map[string]*route{}, metrics: newMetrics(), log: opts.Log, closeIdle: func() {}}
+	p := &Proxy{opts: opts, routes: map[string]*route{}, metrics: newMetrics(), log: opts.Log, closeIdle: func() {},
+		lim: newLimiter(opts.MaxConcurrent, opts.MaxInFlightBytes)}
+	if s, ok := opts.Store.(interface{ InvalidRecords() uint64 }); ok {
+		p.metrics.storeInvalid = s.InvalidRecords // fingerprint.RedisStore
+	}
 	mac := hmac.New(sha256.New, secret)
 	mac.Write([]byte("aishield proxy principal"))
 	p.principalKey = mac.Sum(nil)
@@ -290,6 +367,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		base, p.closeIdle = t, t.CloseIdleConnections
 	}
 	base = &idleTimeout{rt: base, d: opts.IdleTimeout}
+	base = &streamCap{rt: base, max: opts.MaxStreamBytes, onCut: func() { p.metrics.limit(limitStreamBytes) }}
 	errLog := log.New(io.Discard, "", 0)
 	if opts.Log != nil {
 		errLog = slog.NewLogLogger(opts.Log.Handler(), slog.LevelWarn)
@@ -318,8 +396,13 @@ func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper, errLo
 			// The guard reads whole bodies and SSE streams: no upgrades.
 			pr.Out.Header.Del("Upgrade")
 			pr.Out.Header.Del("Connection")
-			if pr.Out.Body != nil {
-				pr.Out.Body = &clientBody{rc: pr.Out.Body}
+			// The proxy's own credential, and what the caller claims about
+			// addresses, stay here.
+			for _, h := range droppedHeaders {
+				pr.Out.Header.Del(h)
+			}
+			if p.opts.ForwardClientAddress {
+				pr.SetXForwarded()
 			}
 		},
 		Transport:      tr,
@@ -330,6 +413,14 @@ func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper, errLo
 		ErrorLog:       errLog,
 	}}
 }
+
+// droppedHeaders are removed from every forwarded request: the caller's
+// proxy key, and the caller's claims about the client's address, which
+// the upstream must not take for the proxy's (ReverseProxy's Rewrite drops
+// X-Forwarded-For, -Host and -Proto itself; the list names them anyway).
+var droppedHeaders = []string{CallerKeyHeader, "Proxy-Authorization", "Forwarded",
+	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix",
+	"X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip"}
 
 // Destinations returns the names of the destinations the proxy forwards
 // to, sorted.
@@ -352,11 +443,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"aishield proxy: absolute-form and CONNECT requests are refused; send API requests to this server's own paths")
 		return
 	}
-	switch r.URL.Path {
-	case "/healthz":
+	if r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 		return
+	}
+	if !p.authenticated(w, r) {
+		return
+	}
+	switch r.URL.Path {
 	case "/metrics":
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_ = p.metrics.write(w)
@@ -375,7 +470,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	start := time.Now()
-	p.metrics.begin()
 	c := &call{dest: rt.name, rest: rest, api: apiOf(rest), w: &statusRecorder{ResponseWriter: w}}
 	defer func() {
 		p.metrics.done(rt.name, c.w.status, time.Since(start))
@@ -390,9 +484,93 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.principal = principal
+	body, ok := p.admit(c, r)
+	if !ok {
+		return
+	}
+	defer p.lim.release()
+	if body != nil {
+		defer body.releaseAll()
+		r.Body = body
+	}
+	p.metrics.begin()
+	defer p.metrics.end()
 	ctx, refused := sdk.WithRefusal(context.WithValue(r.Context(), callKey{}, c))
 	c.refused = refused
 	rt.rp.ServeHTTP(c.w, r.WithContext(ctx))
+	var ge *sdk.GuardError
+	if err := refused(); errors.As(err, &ge) && ge.Stage == sdk.StageParse && errors.Is(err, sdk.ErrTooLarge) {
+		p.metrics.limit(limitBodySize)
+	}
+}
+
+// admit applies the resource limits to a request before it is served: a
+// request slot (MaxConcurrent), its declared body size (MaxBody,
+// MaxInFlightBytes) and the body read deadline (BodyTimeout). It answers
+// the request itself and returns false when the request is refused; the
+// caller releases the slot, and the returned body's reservation, once the
+// request is served.
+func (p *Proxy) admit(c *call, r *http.Request) (*clientBody, bool) {
+	if r.ContentLength > p.opts.MaxBody {
+		p.metrics.limit(limitBodySize)
+		writeError(c.w, c.api, http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large",
+			fmt.Sprintf("aishield proxy: the request body (%d bytes) is larger than the proxy's limit of %d bytes", r.ContentLength, p.opts.MaxBody))
+		return nil, false
+	}
+	if !p.lim.acquire(r.Context()) {
+		p.metrics.limit(limitConcurrency)
+		writeBusy(c.w, c.api, "proxy_concurrency_limit",
+			fmt.Sprintf("aishield proxy: %d requests are being served, the proxy's limit; retry shortly", p.opts.MaxConcurrent))
+		return nil, false
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, true
+	}
+	b := &clientBody{rc: r.Body, lim: p.lim}
+	if r.ContentLength > 0 {
+		if !p.lim.reserve(r.ContentLength) {
+			p.lim.release()
+			p.metrics.limit(limitInFlightBytes)
+			writeBusy(c.w, c.api, "proxy_memory_limit",
+				"aishield proxy: the request bodies in flight are at the proxy's limit; retry shortly")
+			return nil, false
+		}
+		b.reserved = r.ContentLength
+	}
+	if p.opts.BodyTimeout > 0 {
+		rc := http.NewResponseController(c.w)
+		if rc.SetReadDeadline(time.Now().Add(p.opts.BodyTimeout)) == nil {
+			b.done = func() { _ = rc.SetReadDeadline(time.Time{}) }
+		}
+	}
+	return b, true
+}
+
+// writeBusy answers 429 in api's format for a request refused by a
+// capacity limit of the proxy: unlike the proxy's other refusals it is
+// worth retrying, after Retry-After.
+func writeBusy(w http.ResponseWriter, api, code, msg string) {
+	writeError(w, api, http.StatusTooManyRequests, "rate_limit_error", code, msg)
+}
+
+// authenticated checks the caller's proxy key when Options.CallerKeys is
+// set, answering 401 itself when it does not match.
+func (p *Proxy) authenticated(w http.ResponseWriter, r *http.Request) bool {
+	if p.opts.CallerKeys == nil {
+		return true
+	}
+	key := presentedKey(r)
+	if p.opts.CallerKeys.match(key) {
+		return true
+	}
+	p.metrics.unauthenticated()
+	msg := "aishield proxy: this proxy requires a caller key: send it in the " + CallerKeyHeader + " header"
+	if key != "" {
+		msg = "aishield proxy: the caller key is not one of this proxy's"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="aishield proxy"`)
+	writeError(w, apiOf(r.URL.Path), http.StatusUnauthorized, "authentication_error", "invalid_caller_key", msg)
+	return false
 }
 
 // route picks the destination of path and the path to append to its
@@ -492,7 +670,11 @@ func isStream(h http.Header) bool {
 // nothing (logged as 499).
 func (p *Proxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	c := callOf(r)
-	if r.Context().Err() != nil {
+	// A failed read of the body cancels the request's context too (net/http
+	// does): a body read past its deadline is still answered, the caller
+	// being there, just slow.
+	var cbe *clientBodyError
+	if r.Context().Err() != nil && !(errors.As(err, &cbe) && cbe.timedOut()) {
 		c.w.status = 499 // the client went away
 		return
 	}
@@ -509,6 +691,14 @@ func (p *Proxy) classify(err error, dest string) (int, string, string, string) {
 	var cbe *clientBodyError
 	var ne net.Error
 	switch {
+	case errors.Is(err, errInFlight):
+		p.metrics.limit(limitInFlightBytes)
+		return http.StatusTooManyRequests, "rate_limit_error", "proxy_memory_limit",
+			"aishield proxy: the request bodies in flight are at the proxy's limit; retry shortly"
+	case errors.As(err, &cbe) && cbe.timedOut():
+		p.metrics.limit(limitBodyTimeout)
+		return http.StatusRequestTimeout, "invalid_request_error", "request_timeout",
+			fmt.Sprintf("aishield proxy: the request body did not arrive within %s", p.opts.BodyTimeout)
 	case errors.As(err, &cbe):
 		return http.StatusBadRequest, "invalid_request_error", "unreadable_body", "aishield proxy: could not read the request body"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errIdle), errors.As(err, &ne) && ne.Timeout():
@@ -519,26 +709,6 @@ func (p *Proxy) classify(err error, dest string) (int, string, string, string) {
 			fmt.Sprintf("aishield proxy: upstream %s failed: %s", dest, scrub(err))
 	}
 }
-
-// clientBody is the caller's request body as the guard reads it: a read
-// error is the client's (*clientBodyError), not the guard's.
-type clientBody struct{ rc io.ReadCloser }
-
-func (b *clientBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
-		err = &clientBodyError{err: err}
-	}
-	return n, err
-}
-
-func (b *clientBody) Close() error { return b.rc.Close() }
-
-// clientBodyError reports a request body that could not be read.
-type clientBodyError struct{ err error }
-
-func (e *clientBodyError) Error() string { return "reading the request body: " + e.err.Error() }
-func (e *clientBodyError) Unwrap() error { return e.err }
 
 // scrub renders a transport error without the URL it carries (which may
 // hold a query string the caller considers private).
@@ -657,9 +827,15 @@ func errorBody(api, typ, code, msg string) []byte {
 // (every code but the upstream_* ones) carry X-Should-Retry: false, which
 // the official OpenAI and Anthropic SDKs obey: the same request would be
 // refused again, and a contaminated answer is not a reason to send the
-// prompt again to a service that leaks.
+// prompt again to a service that leaks. A 429 (a capacity limit of the
+// proxy) is the exception: the same request may pass in a moment, so it
+// carries Retry-After: 1 and X-Should-Retry: true.
 func writeError(w http.ResponseWriter, api string, status int, typ, code, msg string) {
-	if !strings.HasPrefix(code, "upstream_") {
+	switch {
+	case status == http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("X-Should-Retry", "true")
+	case !strings.HasPrefix(code, "upstream_"):
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	b := errorBody(api, typ, code, msg)

@@ -23,7 +23,7 @@ import (
 func redisStore(t testing.TB, addr, namespace string) fingerprint.Store {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
-	return fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: namespace})
+	return fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: namespace})
 }
 
 // crossOnly isolates the cross-exchange memory: no canary (a canary of
@@ -182,3 +182,6 @@ func longestShared(s, ref string) int {
 	}
 	return best
 }
+
+// testStoreKey keys the MAC of the Redis stores of the tests.
+var testStoreKey = []byte("aishield-test-store-key-32-bytes")

@@ -159,8 +159,8 @@ func TestMarkAborted(t *testing.T) {
 // other.
 func TestAbortMarkThroughRedis(t *testing.T) {
 	c := redistest.Client(t)
-	a := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "abort"})})
-	b := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "abort"})})
+	a := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: "abort"})})
+	b := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: "abort"})})
 	vd := abortScenario(t, a, b, inbound.End{FinishReason: "abort"}, false, nil)
 	if !namesAborted(vd) {
 		t.Errorf("the other process's aborted exchange: %+v", vd.Signals)

@@ -48,7 +48,7 @@ func storeKinds(t *testing.T) []struct {
 			if c == nil {
 				client := redistest.Client(t)
 				c = func() fingerprint.Store {
-					return fingerprint.NewRedisStore(client, fingerprint.RedisOptions{Namespace: fmt.Sprint("prov-", ns.Add(1))})
+					return fingerprint.NewRedisStore(client, fingerprint.RedisOptions{Key: testStoreKey, Namespace: fmt.Sprint("prov-", ns.Add(1))})
 				}
 			}
 			return c()
@@ -584,7 +584,7 @@ func TestHolderNames(t *testing.T) {
 
 	c := redistest.Client(t)
 	ctx := context.Background()
-	v = newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "names"})})
+	v = newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: "names"})})
 	play(t, v, []step{{id: "ex-1", principal: "sk-live-0123456789", texts: []string{changelogTemplate, supplierEmail + " " + changelogFacts[0]},
 		roles: []string{"system", "user"}, answer: incidentA}}, false)
 	keys, err := c.Keys(ctx, "names:*").Result()
@@ -601,6 +601,11 @@ func TestHolderNames(t *testing.T) {
 			if strings.Contains(m, "sk-live") || strings.Contains(m, "0123456789") {
 				t.Fatalf("raw principal in member %q of %s", m, k)
 			}
+			// A member is the holder, a dot and its MAC (32 hex digits).
+			if len(m) < 33 || m[len(m)-33] != '.' {
+				t.Fatalf("member %q carries no MAC", m)
+			}
+			m = m[:len(m)-33]
 			if h := parseHolder(m); h.id != "ex-1" || h.ptag != tag {
 				t.Fatalf("member %q", m)
 			} else if h.answer {
@@ -701,7 +706,7 @@ func TestRequestDigest(t *testing.T) {
 // TestHolderIndex: holders are resolved once and found again by ref,
 // through growth of the index, as a busy store's lookups meet them.
 func TestHolderIndex(t *testing.T) {
-	v := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(nil, fingerprint.RedisOptions{})}) // names path; never called
+	v := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(nil, fingerprint.RedisOptions{Key: testStoreKey})}) // names path; never called
 	s := &session{v: v, ex: &inbound.Exchange{ID: "self"}, scratch: v.getScratch()}
 	for i := range 300 {
 		s.names = append(s.names, answerHolder(fmt.Sprint("ex-", i), "", i%5, i))

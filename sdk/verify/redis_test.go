@@ -16,8 +16,8 @@ import (
 func TestSharedThroughRedis(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
-	a := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "svc"})})
-	b := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Namespace: "svc"})})
+	a := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: "svc"})})
+	b := newTestVerifier(t, Options{Store: fingerprint.NewRedisStore(c, fingerprint.RedisOptions{Key: testStoreKey, Namespace: "svc"})})
 
 	exA := &inbound.Exchange{ID: "proc-a-1", Texts: []string{otherRequest}, Canary: CanaryLine(a.Mint("proc-a-1"))}
 	if _, err := a.Check(ctx, exA, "Acknowledged.", inbound.End{}); err != nil {
@@ -38,3 +38,6 @@ func TestSharedThroughRedis(t *testing.T) {
 		t.Fatalf("signals = %+v", vd.Signals)
 	}
 }
+
+// testStoreKey keys the MAC of the Redis stores of the tests.
+var testStoreKey = []byte("aishield-test-store-key-32-bytes")

@@ -224,16 +224,18 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	}
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
-	record := s.record[:0]
+	// Only the hashes are kept, appended in place, in a record sized for
+	// the expected density: a large request costs one array of hashes,
+	// not the winnower's fingerprints, a copy and their regrowth.
+	sentBytes := 0
+	for _, t := range s.sent {
+		sentBytes += t.end - t.start
+	}
+	record := slices.Grow(s.record[:0], fingerprint.Density(sentBytes, v.opts.Fingerprint))
 	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
-		s.win.Reset()
-		_, _ = s.win.Write(s.req[t.start:t.end])
-		s.fps = s.win.TakeAppend(s.fps[:0])
 		start := len(record)
-		for _, f := range s.fps {
-			record = append(record, f.Hash)
-		}
+		record = s.win.HashesOf(record, s.req[t.start:t.end])
 		switch {
 		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
 			s.written = append(s.written, span{start, len(record)})
