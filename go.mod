@@ -3,6 +3,7 @@ module github.com/aishield/aishield
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/dlclark/regexp2 v1.12.0
 	github.com/go-viper/mapstructure/v2 v2.4.0

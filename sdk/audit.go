@@ -51,6 +51,10 @@ type AuditRecord struct {
 	// the exchange through; Failure names the stage of a closed failure.
 	FailedOpen Stage `json:"failed_open,omitempty"`
 	Failure    Stage `json:"failure,omitempty"`
+	// Passthrough: the request held what the guard could not read and the
+	// destination's passthrough paths let it through unchecked; the
+	// verdict is then at best unverified.
+	Passthrough bool `json:"passthrough,omitempty"`
 	DurationMS int64 `json:"duration_ms"`
 	// Prev is the SHA-256 (hex) of the previous line without its newline;
 	// 64 zeros for the first line of a trail.
@@ -222,6 +226,12 @@ func (g *Guard) record(x *Exchange) {
 			}
 		} else if x.failNote != "" {
 			rec.Failure = x.failNote
+		}
+		if x.Passthrough {
+			rec.Passthrough = true
+			if rec.Verdict == VerdictClean || rec.Verdict == VerdictFlagged {
+				rec.Verdict = VerdictUnverified
+			}
 		}
 		if len(x.signals) > 0 {
 			rec.Signals = map[string]int{}

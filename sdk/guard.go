@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -230,8 +231,18 @@ type Request struct {
 	Principal string
 	// Body is the request body. It is not modified.
 	Body []byte
-	// ContentType is the body's media type; "" is taken as JSON.
+	// ContentType is the body's media type; "" is taken as JSON. JSON
+	// (application/json, any +json type, and any body that is valid JSON
+	// whatever its label) is parsed strictly; text/* (UTF-8), urlencoded
+	// forms and multipart/form-data are read field by field and file by
+	// file; a body of any other type, or holding a document the guard
+	// cannot read (a PDF, a binary file), is refused unless the
+	// destination's passthrough paths match the URL's path.
 	ContentType string
+	// ContentEncoding is the body's Content-Encoding. Check reads only
+	// plain bodies: anything but "" or "identity" is refused
+	// (ErrUnsupportedMedia); Transport decodes the body first.
+	ContentEncoding string
 }
 
 // Exchange is one request going through the guard, and then its response.
@@ -257,8 +268,17 @@ type Exchange struct {
 	Findings map[string]int
 	// Redacted is the number of values replaced.
 	Redacted int
-	// Body is the body to send: the original bytes when nothing changed.
+	// Body is the body to send: the original bytes when nothing changed
+	// in a JSON body; a body of another type is always re-encoded from
+	// what the guard parsed.
 	Body []byte
+	// ContentType, when not "", is the Content-Type to send Body with (a
+	// multipart body re-encoded under a fresh boundary).
+	ContentType string
+	// Passthrough reports that the body held what the guard could not read
+	// and the destination's passthrough paths let it through unchecked;
+	// the audit trail records the exchange as unverified.
+	Passthrough bool
 	// Streamed reports that the request asks for a streamed response.
 	Streamed bool
 	// FailedOpen reports that the guard failed and the policy let the
@@ -384,7 +404,10 @@ func (g *Guard) outcome(x *Exchange, err error, body []byte) (*Exchange, error) 
 		return nil, err
 	}
 	var ge *GuardError
-	if errors.As(err, &ge) && g.policy.FailOpen {
+	// A request the guard cannot read (stage parse) is refused whatever
+	// the failure mode: failing open would send bytes it did not
+	// interpret.
+	if errors.As(err, &ge) && g.policy.FailOpen && ge.Stage != StageParse {
 		x.FailedOpen, x.Body, x.failNote = true, body, ge.Stage
 		x.Decision.Action = policies.ActionAllow
 		return x, nil
@@ -486,20 +509,16 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	if u, perr := url.Parse(req.URL); perr == nil {
 		urlPath = u.Path
 	}
-	var wr *wire.Request
-	if isJSON(req.ContentType) || len(bytes.TrimSpace(req.Body)) == 0 {
-		if len(bytes.TrimSpace(req.Body)) == 0 {
-			wr = &wire.Request{Kind: wire.KindGeneric}
-		} else {
-			wr, err = wire.ParseRequest(urlPath, req.Body)
-			if err != nil {
-				return fail(StageParse, err)
-			}
-		}
-	} else {
-		// Not JSON (a file upload, form data): classify the raw body as
-		// one text; it can be allowed or blocked, not redacted.
-		wr = &wire.Request{Kind: wire.KindGeneric, Segments: []wire.Segment{{Field: "body", Text: string(req.Body)}}}
+	if len(contentCodings(http.Header{"Content-Encoding": {req.ContentEncoding}})) > 0 {
+		return fail(StageParse, fmt.Errorf("%w: a body with Content-Encoding %q must be decoded before Check (Transport does it)", ErrUnsupportedMedia, req.ContentEncoding))
+	}
+	rb, err := readRequestBody(urlPath, req.ContentType, req.Body)
+	if err != nil {
+		return fail(StageParse, err)
+	}
+	wr := rb.json
+	if wr == nil {
+		wr = &wire.Request{Kind: wire.KindGeneric}
 	}
 	x.kind, x.Kind, x.Model, x.Streamed = wr.Kind, string(wr.Kind), wr.Model, wr.Stream
 	provider := req.Provider
@@ -511,11 +530,22 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		return fail(StageParse, err)
 	}
 	x.dest, x.Destination = d, d.Name
+	if len(rb.unread) > 0 {
+		if !passesThrough(d, urlPath) {
+			return fail(StageParse, fmt.Errorf("%w: %s, on a path the destination %s does not let through unchecked (passthrough)",
+				ErrUnsupportedMedia, rb.unread[0], d.Name))
+		}
+		x.Passthrough = true
+	}
 
-	texts := make([]string, len(wr.Segments))
-	roles := make([]string, len(wr.Segments))
-	for i, s := range wr.Segments {
+	segs := rb.segments()
+	texts := make([]string, len(segs), len(segs)+len(rb.docs))
+	roles := make([]string, len(segs), len(segs)+len(rb.docs))
+	for i, s := range segs {
 		texts[i], roles[i] = s.Text, s.Role
+	}
+	for _, dt := range rb.docs {
+		texts, roles = append(texts, dt.text), append(roles, dt.role)
 	}
 	ev, err := g.evaluate(ctx, x, texts)
 	if err != nil {
@@ -523,17 +553,23 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	}
 	sent := texts
 	if bySeg := redactions(ev); len(bySeg) > 0 {
-		if wr.Kind == wire.KindGeneric && len(wr.Segments) == 1 && wr.Segments[0].Field == "body" && !isJSON(req.ContentType) {
-			dec := ev.Decision
-			return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: ev.Tokens,
-				Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
-					Message: "a non-JSON body cannot be redacted"})}
+		for si := range bySeg {
+			if si >= len(segs) {
+				dec := ev.Decision
+				return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: ev.Tokens,
+					Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
+						Message: "a document in the request cannot be redacted in place"})}
+			}
 		}
 		sent = append([]string(nil), texts...)
 		for si, fs := range bySeg {
 			s, n := g.redact(x.vault, texts[si], fs)
-			if err := wr.Set(si, s); err != nil {
-				return fail(StageRewrite, err)
+			if rb.json != nil {
+				if err := wr.Set(si, s); err != nil {
+					return fail(StageRewrite, err)
+				}
+			} else {
+				rb.set(si, s)
 			}
 			sent[si] = s
 			x.Redacted += n
@@ -575,7 +611,16 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 			}
 		}
 	}
-	if changed {
+	switch {
+	case rb.encode != nil:
+		// A body that is not JSON is always sent as the guard re-encodes
+		// it from what it parsed.
+		body, ct, err := rb.encode()
+		if err != nil {
+			return fail(StageRewrite, err)
+		}
+		x.Body, x.ContentType = body, ct
+	case changed:
 		body, err := wr.Encode()
 		if err != nil {
 			return fail(StageRewrite, err)
@@ -583,6 +628,24 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		x.Body = body
 	}
 	return nil
+}
+
+// passesThrough reports whether d lets an unread body through on urlPath:
+// one of its passthrough globs matches the path, or the path below its
+// base_url's own path (a glob "/v1/audio/*" under base_url
+// https://gw.example/openai matches /openai/v1/audio/speech).
+func passesThrough(d *policies.Destination, urlPath string) bool {
+	if d.PassesThrough(urlPath) {
+		return true
+	}
+	if b, err := url.Parse(d.BaseURL); err == nil && d.BaseURL != "" {
+		if prefix := strings.TrimSuffix(b.Path, "/"); prefix != "" {
+			if rest, ok := strings.CutPrefix(urlPath, prefix); ok && strings.HasPrefix(rest, "/") {
+				return d.PassesThrough(rest)
+			}
+		}
+	}
+	return false
 }
 
 func isJSON(ct string) bool {

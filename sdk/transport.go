@@ -138,6 +138,22 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 	if t.Guard == nil {
 		return nil, nil, &GuardError{Stage: StageGuard, Err: errors.New("sdk.Transport has no Guard")}
 	}
+	if err := ValidatePath(req.URL); err != nil {
+		return nil, nil, &GuardError{Stage: StageParse, Err: err}
+	}
+	// The guard reads the body the upstream would decode: the
+	// Content-Encoding is undone here (bounded by MaxBody), and the body
+	// goes out plain, without it.
+	codings := contentCodings(req.Header)
+	if len(codings) > 0 && len(body) > 0 {
+		var err error
+		if body, err = decodeContent(body, codings, t.maxBody()); err != nil {
+			return nil, nil, &GuardError{Stage: StageParse, Err: err}
+		}
+	}
+	if cts := req.Header.Values("Content-Type"); len(cts) > 1 {
+		return nil, nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("%w: %d Content-Type headers", ErrUnsupportedMedia, len(cts))}
+	}
 	ctx := req.Context()
 	var principal string
 	if t.Principal != nil {
@@ -149,6 +165,13 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 		return nil, nil, err
 	}
 	out := req.Clone(ctx)
+	// Sent exactly as validated: the path is encoded from its decoded
+	// form, and the body is plain.
+	out.URL.RawPath = ""
+	out.Header.Del("Content-Encoding")
+	if x.ContentType != "" {
+		out.Header.Set("Content-Type", x.ContentType)
+	}
 	if len(x.Body) > 0 || req.Body != nil {
 		sent := x.Body
 		out.Body = io.NopCloser(bytes.NewReader(sent))
