@@ -51,11 +51,13 @@ type AuditRecord struct {
 	// the exchange through; Failure names the stage of a closed failure.
 	FailedOpen Stage `json:"failed_open,omitempty"`
 	Failure    Stage `json:"failure,omitempty"`
+	DurationMS int64 `json:"duration_ms"`
+
 	// Passthrough: the request held what the guard could not read and the
 	// destination's passthrough paths let it through unchecked; the
 	// verdict is then at best unverified.
-	Passthrough bool  `json:"passthrough,omitempty"`
-	DurationMS  int64 `json:"duration_ms"`
+	Passthrough bool `json:"passthrough,omitempty"`
+
 	// Prev is the SHA-256 (hex) of the previous line without its newline;
 	// 64 zeros for the first line of a trail.
 	Prev string `json:"prev"`
