@@ -54,8 +54,8 @@ type AuditRecord struct {
 	DurationMS int64 `json:"duration_ms"`
 
 	// Passthrough: the request held what the guard could not read and the
-	// destination's passthrough paths let it through unchecked; the
-	// verdict is then at best unverified.
+	// destination's passthrough paths let it through unchecked; a clean
+	// verdict is then unverified.
 	Passthrough bool `json:"passthrough,omitempty"`
 
 	// Prev is the SHA-256 (hex) of the previous line without its newline;
@@ -231,7 +231,7 @@ func (g *Guard) record(x *Exchange) {
 		}
 		if x.Passthrough {
 			rec.Passthrough = true
-			if rec.Verdict == VerdictClean || rec.Verdict == VerdictFlagged {
+			if rec.Verdict == VerdictClean {
 				rec.Verdict = VerdictUnverified
 			}
 		}

@@ -362,6 +362,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = p.metrics.write(w)
 		return
 	}
+	// Dot-segments and encoded separators are refused before routing, so
+	// that the path the guard decides for is the one the upstream serves
+	// (the guard's Transport checks the joined path again).
+	if err := sdk.ValidatePath(r.URL); err != nil {
+		writeError(w, apiOf(r.URL.Path), http.StatusBadRequest, "invalid_request_error", "invalid_path", "aishield proxy: "+err.Error())
+		return
+	}
 	rt, rest, ok := p.route(r.URL.Path)
 	if !ok {
 		msg := fmt.Sprintf("aishield proxy: no destination for %s; use /d/{destination}/... with one of: %s",
