@@ -420,7 +420,7 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		rec := newRecorder(t)
 		c, _ := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Files.New(ctx, openai.FileNewParams{
-			File: openai.File(bytes.NewReader(boardMinutes(t)), "board-minutes.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+			File:    openai.File(bytes.NewReader(boardMinutes(t)), "board-minutes.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
 			Purpose: openai.FilePurposeAssistants})
 		if apiStatus(err) != 403 || len(rec.received()) != 0 {
 			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
