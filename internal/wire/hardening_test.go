@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,63 @@ func TestHardening02SpliceDuplicate(t *testing.T) {
 	}
 	if out, ok := splice([]byte(`{"a":"x","b":"y"}`), []edit{{op: opReplace, path: Path{"a"}, raw: []byte(`"z"`)}}); !ok || string(out) != `{"a":"z","b":"y"}` {
 		t.Fatalf("%s %v", out, ok)
+	}
+}
+
+// TestHardening04Attachments: the documents a request carries inline are
+// decoded as attachments (not texts), their names are texts, images stay
+// unread, and an undecodable one refuses the body.
+func TestHardening04Attachments(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, path, body string
+		want             []Attachment
+		texts            []string
+	}{
+		{"anthropic base64 document", "/v1/messages",
+			`{"messages":[{"role":"user","content":[{"type":"document","title":"Memo","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="}}]}]}`,
+			[]Attachment{{Path: Path{"messages", 0, "content", 0, "source", "data"}, Role: "user", MediaType: "application/pdf", Data: []byte("%PDF-")}}, []string{"Memo"}},
+		{"anthropic content source", "/v1/messages",
+			`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"inside"}]}}]}]}`,
+			nil, []string{"inside"}},
+		{"chat file part", "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":[{"type":"file","file":{"filename":"n.txt","file_data":"data:text/plain;base64,aGVsbG8="}}]}]}`,
+			[]Attachment{{Path: Path{"messages", 0, "content", 0, "file", "file_data"}, Role: "user", MediaType: "text/plain", Name: "n.txt", Data: []byte("hello")}}, []string{"n.txt"}},
+		{"bare base64 file_data", "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":[{"type":"file","file":{"filename":"n.txt","file_data":"aGVsbG8"}}]}]}`,
+			[]Attachment{{Path: Path{"messages", 0, "content", 0, "file", "file_data"}, Role: "user", MediaType: "text/plain", Name: "n.txt", Data: []byte("hello")}}, []string{"n.txt"}},
+		{"responses input_file", "/v1/responses",
+			`{"input":[{"role":"user","content":[{"type":"input_file","filename":"n.txt","file_data":"data:text/plain,h%69"}]}]}`,
+			[]Attachment{{Path: Path{"input", 0, "content", 0, "file_data"}, Role: "user", MediaType: "text/plain", Name: "n.txt", Data: []byte("hi")}}, []string{"n.txt"}},
+		{"image stays unread", "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]}`, nil, nil},
+		{"document in image_url", "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:application/json;base64,e30="}}]}]}`,
+			[]Attachment{{Path: Path{"messages", 0, "content", 0, "image_url", "url"}, Role: "user", MediaType: "application/json", Data: []byte("{}")}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRequest(tc.path, []byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(r.Attachments) != fmt.Sprint(tc.want) {
+				t.Errorf("attachments %+v, want %+v", r.Attachments, tc.want)
+			}
+			var texts []string
+			for _, s := range r.Segments {
+				texts = append(texts, s.Text)
+			}
+			if fmt.Sprint(texts) != fmt.Sprint(tc.texts) {
+				t.Errorf("texts %q, want %q", texts, tc.texts)
+			}
+		})
+	}
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"%%%"}}]}]}`,
+		`{"model":"m","metadata":{"x":"data:text/plain,%zz"}}`,
+	} {
+		if _, err := ParseRequest("/v1/messages", []byte(body)); !errors.Is(err, ErrAttachment) || !errors.Is(err, ErrBody) {
+			t.Errorf("%s: %v", body, err)
+		}
 	}
 }
