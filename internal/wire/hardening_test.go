@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -126,5 +127,30 @@ func TestHardening04Attachments(t *testing.T) {
 		if _, err := ParseRequest("/v1/messages", []byte(body)); !errors.Is(err, ErrAttachment) || !errors.Is(err, ErrBody) {
 			t.Errorf("%s: %v", body, err)
 		}
+	}
+}
+
+// TestHardening04DataURLHeader: a string is taken for a data: URL only when
+// its header is a media type, a charset and base64; anything else in the
+// header (a value hidden where a media type goes) keeps the whole string a
+// text.
+func TestHardening04DataURLHeader(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"data:jean.dupont@acme-corp.fr,x", "data:text/plain;name=jean.dupont@acme-corp.fr;base64,aGk=", "data: 1,2,3",
+		"data:text/plain;base64;charset=utf-8,aGk=", "data:image/png;base64,aGk=",
+	} {
+		body := `{"model":"m","metadata":{"note":` + strconv.Quote(s) + `}}`
+		r, err := ParseRequest("/v1/chat/completions", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Attachments) != 0 || len(r.Segments) != 1 || r.Segments[0].Text != s {
+			t.Errorf("%q: attachments %+v, segments %+v", s, r.Attachments, r.Segments)
+		}
+	}
+	r, err := ParseRequest("/v1/chat/completions", []byte(`{"model":"m","metadata":{"note":"data:text/plain;charset=UTF-8;base64,aGk="}}`))
+	if err != nil || len(r.Attachments) != 1 || string(r.Attachments[0].Data) != "hi" || len(r.Segments) != 0 {
+		t.Fatalf("%v %+v", err, r)
 	}
 }

@@ -58,9 +58,12 @@ func skippedMedia(mt string) bool {
 
 // dataURL handles s when it is a data: URL (RFC 2397) in a request: a
 // document (any type but image, audio, video) is decoded as an attachment
-// (name is its file name, if known), a skipped type is left alone; it
-// returns false when s is not a data: URL, which is then a text.
-func (x *extractor) dataURL(s, role, field, name string) bool {
+// (name is its file name, if known); an image, audio or video is left
+// alone when skipMedia is set (an image part), and is a text otherwise. It
+// returns false when s is not a data: URL with a plain header (a media
+// type, a charset, base64: nothing else that could hold text), which is
+// then a text.
+func (x *extractor) dataURL(s, role, name string, skipMedia bool) bool {
 	if len(s) < 5 || !strings.EqualFold(s[:5], "data:") {
 		return false
 	}
@@ -69,14 +72,26 @@ func (x *extractor) dataURL(s, role, field, name string) bool {
 		return false
 	}
 	params := strings.Split(meta, ";")
-	mt := strings.ToLower(strings.TrimSpace(params[0]))
+	mt := strings.ToLower(params[0])
 	if mt == "" {
 		mt = "text/plain" // RFC 2397's default
+	} else if !mediaTypeName(mt) {
+		return false
+	}
+	isBase64 := false
+	for i, p := range params[1:] {
+		k, v, _ := strings.Cut(strings.ToLower(p), "=")
+		switch {
+		case k == "base64" && v == "" && i == len(params)-2:
+			isBase64 = true
+		case k == "charset" && v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == "":
+		default:
+			return false
+		}
 	}
 	if skippedMedia(mt) {
-		return true
+		return skipMedia
 	}
-	isBase64 := strings.EqualFold(strings.TrimSpace(params[len(params)-1]), "base64")
 	var data []byte
 	var err error
 	if isBase64 {
@@ -94,10 +109,29 @@ func (x *extractor) dataURL(s, role, field, name string) bool {
 	return true
 }
 
+// mediaTypeName reports whether s (lower case) is a type/subtype of
+// RFC 6838 restricted-name characters.
+func mediaTypeName(s string) bool {
+	typ, sub, ok := strings.Cut(s, "/")
+	valid := func(n string) bool {
+		if n == "" || len(n) > 127 {
+			return false
+		}
+		for i := 0; i < len(n); i++ {
+			c := n[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&-^_.+", c) >= 0) {
+				return false
+			}
+		}
+		return true
+	}
+	return ok && valid(typ) && valid(sub)
+}
+
 // fileData handles a file_data string: a data: URL, or bare base64 whose
 // type the caller tells by its name.
 func (x *extractor) fileData(s, role, name string) {
-	if x.dataURL(s, role, "file_data", name) {
+	if x.dataURL(s, role, name, true) {
 		return
 	}
 	data, err := decodeBase64(s)
@@ -511,7 +545,7 @@ func (x *extractor) contentPart(pv any, role string) {
 func (x *extractor) dataURLs(v any, role string) {
 	switch t := v.(type) {
 	case string:
-		x.dataURL(t, role, "url", "")
+		x.dataURL(t, role, "", true)
 	case map[string]any:
 		for _, k := range sortedKeys(t) {
 			x.push(k)

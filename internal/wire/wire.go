@@ -166,7 +166,7 @@ func (x *extractor) text(m map[string]any, k, role, field string) {
 func (x *extractor) generic(v any, role, field string) {
 	switch t := v.(type) {
 	case string:
-		if x.attach && x.dataURL(t, role, field, "") {
+		if x.attach && x.dataURL(t, role, "", false) {
 			return
 		}
 		x.add(role, field, t, false)
