@@ -22,6 +22,12 @@ const DefaultMaxBody = 64 << 20
 // Anthropic (messages) bodies and SSE streams are understood, other JSON
 // bodies have all their strings classified.
 //
+// Before the guard decides, the request's path is validated
+// ([ValidatePath]) and its Content-Encoding (gzip, deflate, br, as an
+// ordered list) is undone within MaxBody; the body then goes out plain,
+// without Content-Encoding, as the guard re-encoded it (see
+// Request.ContentType for the media types it reads).
+//
 // It follows the RoundTripper contract: the caller's request is never
 // modified (it is cloned and the clone gets the filtered body,
 // ContentLength and GetBody), the request body is always closed, and an
