@@ -239,10 +239,15 @@ type Request struct {
 	// cannot read (a PDF, a binary file), is refused unless the
 	// destination's passthrough paths match the URL's path.
 	ContentType string
-	// ContentEncoding is the body's Content-Encoding. Check reads only
-	// plain bodies: anything but "" or "identity" is refused
-	// (ErrUnsupportedMedia); Transport decodes the body first.
+	// ContentEncoding is the body's Content-Encoding, a list of codings
+	// in the order they were applied (RFC 9110): gzip (x-gzip), deflate
+	// (zlib or raw), br and identity are undone, at most 4 of them; any
+	// other is refused (ErrUnsupportedMedia). The Exchange's Body is
+	// always plain: send it without Content-Encoding.
 	ContentEncoding string
+	// MaxBody bounds the body once decoded (ErrTooLarge beyond it); 0
+	// means DefaultMaxBody.
+	MaxBody int64
 }
 
 // Exchange is one request going through the guard, and then its response.
@@ -353,7 +358,10 @@ func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.outcome(x, g.check(ctx, req, x), req.Body)
+	err = g.check(ctx, req, x)
+	// Failing open sends the body as read: decoded from its
+	// Content-Encoding, otherwise as it came.
+	return g.outcome(x, err, x.Body)
 }
 
 // CheckText runs the outbound side on a plain text, as the CLI filter
@@ -505,14 +513,27 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 			return fail(StageAudit, err)
 		}
 	}
-	urlPath, baseURL := req.URL, req.URL
-	if u, perr := url.Parse(req.URL); perr == nil {
-		urlPath = u.Path
+	baseURL := req.URL
+	u, perr := url.Parse(req.URL)
+	if perr != nil {
+		return fail(StageParse, fmt.Errorf("%w: the URL does not parse", ErrInvalidPath))
 	}
-	if len(contentCodings(http.Header{"Content-Encoding": {req.ContentEncoding}})) > 0 {
-		return fail(StageParse, fmt.Errorf("%w: a body with Content-Encoding %q must be decoded before Check (Transport does it)", ErrUnsupportedMedia, req.ContentEncoding))
+	if err := ValidatePath(u); err != nil {
+		return fail(StageParse, err)
 	}
-	rb, err := readRequestBody(urlPath, req.ContentType, req.Body)
+	urlPath := u.Path
+	body := req.Body
+	if codings := contentCodings(http.Header{"Content-Encoding": {req.ContentEncoding}}); len(codings) > 0 && len(body) > 0 {
+		limit := req.MaxBody
+		if limit <= 0 {
+			limit = DefaultMaxBody
+		}
+		if body, err = decodeContent(body, codings, limit); err != nil {
+			return fail(StageParse, err)
+		}
+		x.Body = body
+	}
+	rb, err := readRequestBody(urlPath, req.ContentType, body)
 	if err != nil {
 		return fail(StageParse, err)
 	}

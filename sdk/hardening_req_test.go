@@ -316,6 +316,24 @@ func TestHardening03ContentEncoding(t *testing.T) {
 	}
 }
 
+// TestHardening03FailOpenSendsPlain: a guard failure under failure_mode
+// open sends the body as the guard decoded it, never the compressed bytes
+// without their Content-Encoding.
+func TestHardening03FailOpenSendsPlain(t *testing.T) {
+	p, err := policies.Parse([]byte(strings.Replace(hardPolicy, "%s", "open", 1)), "yaml", "hard.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGuard(t, sdk.Options{Policy: p, Classifier: panicky{}})
+	c := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "up"}}
+	rec := newRecorder(t)
+	plain := chatBody("hello")
+	status, _, got := post(t, c, rec.URL+"/v1/chat/completions", gzipped(plain), map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
+	if r := rec.received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].body, plain) || r[0].contentEncoding != "" {
+		t.Fatalf("%d %s; upstream received %q", status, got, r)
+	}
+}
+
 func TestHardening03TypesReadOrRefused(t *testing.T) {
 	t.Run("text redacted", func(t *testing.T) {
 		rec := newRecorder(t)

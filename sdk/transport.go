@@ -144,19 +144,6 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 	if t.Guard == nil {
 		return nil, nil, &GuardError{Stage: StageGuard, Err: errors.New("sdk.Transport has no Guard")}
 	}
-	if err := ValidatePath(req.URL); err != nil {
-		return nil, nil, &GuardError{Stage: StageParse, Err: err}
-	}
-	// The guard reads the body the upstream would decode: the
-	// Content-Encoding is undone here (bounded by MaxBody), and the body
-	// goes out plain, without it.
-	codings := contentCodings(req.Header)
-	if len(codings) > 0 && len(body) > 0 {
-		var err error
-		if body, err = decodeContent(body, codings, t.maxBody()); err != nil {
-			return nil, nil, &GuardError{Stage: StageParse, Err: err}
-		}
-	}
 	if cts := req.Header.Values("Content-Type"); len(cts) > 1 {
 		return nil, nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("%w: %d Content-Type headers", ErrUnsupportedMedia, len(cts))}
 	}
@@ -166,12 +153,14 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 		principal = t.Principal(req)
 	}
 	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Destination: t.Destination,
-		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type")})
+		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type"),
+		ContentEncoding: strings.Join(req.Header.Values("Content-Encoding"), ","), MaxBody: t.maxBody()})
 	if err != nil {
 		return nil, nil, err
 	}
 	out := req.Clone(ctx)
-	// Sent exactly as validated: the path is encoded from its decoded
+	// Sent exactly as the guard validated it (Check validates the path and
+	// undoes the Content-Encoding): the path is encoded from its decoded
 	// form, and the body is plain.
 	out.URL.RawPath = ""
 	out.Header.Del("Content-Encoding")
