@@ -341,6 +341,8 @@ func readForm(body []byte) (*requestBody, error) {
 // formPart is one part of a multipart/form-data body.
 type formPart struct {
 	name, filename string
+	// file: the part has a filename parameter (possibly empty).
+	file bool
 	// contentType is the part's media type, "" when it declares none.
 	contentType string
 	data        []byte
@@ -381,10 +383,8 @@ func parseMultipart(body []byte, boundary string) ([]formPart, error) {
 		if err != nil || disp != "form-data" || dp["name"] == "" {
 			return nil, fmt.Errorf("%w: multipart part without a form-data name", wire.ErrBody)
 		}
-		fp := formPart{name: dp["name"], filename: dp["filename"]}
-		if _, has := dp["filename"]; has && fp.filename == "" {
-			fp.filename = "file"
-		}
+		fp := formPart{name: dp["name"]}
+		fp.filename, fp.file = dp["filename"]
 		if ct := p.Header.Get("Content-Type"); ct != "" {
 			mt, cp, err := mime.ParseMediaType(ct)
 			if err != nil {
@@ -431,7 +431,7 @@ func encodeMultipart(parts []formPart) ([]byte, string, error) {
 	}
 	for _, p := range parts {
 		params := map[string]string{"name": p.name}
-		if p.filename != "" {
+		if p.file {
 			params["filename"] = p.filename
 		}
 		disp := mime.FormatMediaType("form-data", params)
@@ -473,7 +473,7 @@ func readMultipart(body []byte, boundary string) (*requestBody, error) {
 	}
 	for i, p := range parts {
 		add(ref{i, -1}, "form_key", p.name)
-		if p.filename == "" && utf8.Valid(p.data) {
+		if !p.file && utf8.Valid(p.data) {
 			add(ref{i, 0}, "form", string(p.data))
 			if json.Valid(p.data) {
 				// A JSON field (a payload the upstream decodes): its
@@ -489,7 +489,7 @@ func readMultipart(body []byte, boundary string) (*requestBody, error) {
 			}
 			continue
 		}
-		if p.filename != "" {
+		if p.file {
 			add(ref{i, 1}, "filename", p.filename)
 		}
 		rb.document(p.contentType, p.data, "a file part")
