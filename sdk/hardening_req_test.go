@@ -654,9 +654,12 @@ func TestHardening14DotSegments(t *testing.T) {
 	} {
 		t.Run(p, func(t *testing.T) {
 			rec := newRecorder(t)
-			c, _ := hardClient(t, "open", 0)
+			c, audit := hardClient(t, "open", 0)
 			status, retry, got := post(t, c, rec.URL+p, chatBody("hello"), map[string]string{"Content-Type": "application/json"})
 			wantRefused(t, rec, 400, "invalid_path", status, retry, got)
+			if !strings.Contains(audit.String(), `"verdict":"not_sent"`) || !strings.Contains(audit.String(), `"failure":"parse"`) {
+				t.Fatalf("the refusal is not in the audit trail: %s", audit.String())
+			}
 		})
 	}
 	t.Run("a plain path is sent as it is", func(t *testing.T) {
