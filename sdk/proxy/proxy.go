@@ -362,13 +362,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = p.metrics.write(w)
 		return
 	}
-	// Dot-segments and encoded separators are refused before routing, so
-	// that the path the guard decides for is the one the upstream serves
-	// (the guard's Transport checks the joined path again).
-	if err := sdk.ValidatePath(r.URL); err != nil {
-		writeError(w, apiOf(r.URL.Path), http.StatusBadRequest, "invalid_request_error", "invalid_path", "aishield proxy: "+err.Error())
-		return
-	}
 	rt, rest, ok := p.route(r.URL.Path)
 	if !ok {
 		msg := fmt.Sprintf("aishield proxy: no destination for %s; use /d/{destination}/... with one of: %s",
@@ -391,6 +384,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"status", c.w.status, "duration_ms", time.Since(start).Milliseconds())
 		}
 	}()
+	// Dot-segments and encoded separators are refused here, on the path
+	// as the client sent it (Rewrite joins the decoded path to the
+	// base_url's, which the guard's Transport checks again), so that the
+	// path the guard decides for is the one the upstream serves.
+	if err := sdk.ValidatePath(r.URL); err != nil {
+		writeError(c.w, c.api, http.StatusBadRequest, "invalid_request_error", "invalid_path", "aishield proxy: "+err.Error())
+		return
+	}
 	principal, err := p.principal(r)
 	if err != nil {
 		writeError(c.w, c.api, http.StatusBadRequest, "invalid_request_error", "invalid_principal", err.Error())
