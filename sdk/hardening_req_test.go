@@ -222,6 +222,21 @@ func TestHardening03NotLabelledJSON(t *testing.T) {
 	}
 }
 
+// TestHardening03JSONPrefix: a body that is a JSON value followed by other
+// bytes, which a streaming JSON decoder reads as the value alone, is
+// refused whatever its label, not scanned as text.
+func TestHardening03JSONPrefix(t *testing.T) {
+	for _, ct := range []string{"text/plain", "application/octet-stream", "application/json"} {
+		t.Run(ct, func(t *testing.T) {
+			rec := newRecorder(t)
+			c, _ := hardClient(t, "open", 0)
+			body := append(escapedChat(), " trailing"...)
+			status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", body, map[string]string{"Content-Type": ct})
+			wantRefused(t, rec, 400, "aishield_unparsable", status, retry, got)
+		})
+	}
+}
+
 func gzipped(b []byte) []byte {
 	var buf bytes.Buffer
 	w := gzip.NewWriter(&buf)
