@@ -222,9 +222,9 @@ func TestHardening03NotLabelledJSON(t *testing.T) {
 	}
 }
 
-// TestHardening03JSONPrefix: a body that is a JSON value followed by other
-// bytes, which a streaming JSON decoder reads as the value alone, is
-// refused whatever its label, not scanned as text.
+// TestHardening03JSONPrefix: a body that is a JSON object followed by
+// other bytes, which a streaming JSON decoder reads as the object alone,
+// is refused whatever its label, not scanned as text.
 func TestHardening03JSONPrefix(t *testing.T) {
 	for _, ct := range []string{"text/plain", "application/octet-stream", "application/json"} {
 		t.Run(ct, func(t *testing.T) {
@@ -235,6 +235,14 @@ func TestHardening03JSONPrefix(t *testing.T) {
 			wantRefused(t, rec, 400, "aishield_unparsable", status, retry, got)
 		})
 	}
+	t.Run("a text starting with a JSON array stays a text", func(t *testing.T) {
+		rec := newRecorder(t)
+		c, _ := hardClient(t, "closed", 0)
+		status, _, got := post(t, c, rec.URL+"/v1/notes", []byte("[1] write to "+email), map[string]string{"Content-Type": "text/plain"})
+		if r := rec.received(); status != 200 || len(r) != 1 || bytes.Contains(r[0].body, []byte(email)) {
+			t.Fatalf("%d %s; upstream %q", status, got, r)
+		}
+	})
 }
 
 func gzipped(b []byte) []byte {

@@ -234,10 +234,11 @@ func readRequestBody(urlPath, ct string, body []byte) (*requestBody, error) {
 		rb.attachments(wr.Attachments)
 		return rb, nil
 	}
-	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
-		// A JSON value followed by other bytes: a server decoding with a
-		// streaming decoder (Go's json.Decoder) reads the value and
-		// ignores the rest, so it is neither a text nor a JSON body.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		// A JSON object followed by other bytes: a server decoding with a
+		// streaming decoder (Go's json.Decoder) reads the object, an API
+		// request, and ignores the rest, so it is neither a text nor a
+		// JSON body. (A text starting with "[1]" stays a text.)
 		var v json.RawMessage
 		if json.NewDecoder(bytes.NewReader(t)).Decode(&v) == nil {
 			return nil, fmt.Errorf("%w: a JSON value followed by other data", wire.ErrBody)
