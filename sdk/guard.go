@@ -120,6 +120,7 @@ type Guard struct {
 	onRecord    func(AuditRecord)
 	now         func() time.Time
 	noUsage     bool
+	timeout     time.Duration // bounds a document's scan for its label
 	randMu      sync.Mutex
 	rand        io.Reader // nil: crypto/rand
 }
@@ -140,6 +141,10 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		now:       opts.Now,
 		noUsage:   opts.NoStreamUsage,
 		rand:      opts.Rand,
+		timeout:   opts.Timeout,
+	}
+	if g.timeout <= 0 {
+		g.timeout = DefaultTimeout
 	}
 	if opts.Destination != "" {
 		d, ok := opts.Policy.Destination(opts.Destination)
@@ -446,7 +451,10 @@ func (g *Guard) destination(name, url, provider, model string) (*policies.Destin
 // evaluate runs the policy's evaluation of texts for x's destination and
 // files its outcome on x; a request the policy refuses returns
 // *BlockedError.
-func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string) (*policies.Evaluation, error) {
+// extra holds findings to add to texts' own (by text index), found
+// elsewhere (an Office document's sensitivity label); the decision is
+// then taken on both.
+func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string, extra map[int][]classifiers.Finding) (*policies.Evaluation, error) {
 	ev, err := g.eval.Evaluate(ctx, x.dest, policies.Input{Texts: texts})
 	if err != nil {
 		var ee *policies.EvaluationError
@@ -455,6 +463,15 @@ func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string) (*pol
 			stage = StageTokens
 		}
 		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: err}
+	}
+	if len(extra) > 0 && ev.Findings != nil {
+		for i, fs := range extra {
+			all := append(slices.Clone(ev.Findings[i]), fs...)
+			sort.SliceStable(all, func(a, b int) bool { return all[a].Start < all[b].Start })
+			ev.Findings[i] = all
+		}
+		flat, _ := ev.Flat()
+		ev.Decision = g.policy.Decide(ev.Destination, flat, ev.Tokens)
 	}
 	x.Tokens, x.TokensExact, x.Decision = ev.Tokens, ev.TokensExact, ev.Decision
 	x.tokenizer = ev.Tokenizer != ""
@@ -495,7 +512,7 @@ func (g *Guard) checkText(ctx context.Context, text string, x *Exchange) error {
 		return &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
 	}
 	x.dest, x.Destination, x.Kind = d, d.Name, "text"
-	ev, err := g.evaluate(ctx, x, []string{text})
+	ev, err := g.evaluate(ctx, x, []string{text}, nil)
 	if err != nil {
 		return err
 	}
@@ -568,7 +585,11 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 	for _, dt := range rb.docs {
 		texts, roles = append(texts, dt.text), append(roles, dt.role)
 	}
-	ev, err := g.evaluate(ctx, x, texts)
+	labels, err := g.labelFindings(ctx, rb.docs, len(segs))
+	if err != nil {
+		return fail(StageClassify, err)
+	}
+	ev, err := g.evaluate(ctx, x, texts, labels)
 	if err != nil {
 		return err
 	}
@@ -649,6 +670,42 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		x.Body = body
 	}
 	return nil
+}
+
+// labelFindings returns, by text index (base+i for docs[i]), the
+// marker.sensitivity_label findings of the Office documents among docs,
+// as "aishield scan" reports them, when the guard classifies with a
+// classifiers.Scanner; the label line of a document's text is otherwise
+// only classified as text.
+func (g *Guard) labelFindings(ctx context.Context, docs []docText, base int) (map[int][]classifiers.Finding, error) {
+	sc, ok := g.eval.Classifier().(*classifiers.Scanner)
+	if !ok {
+		return nil, nil
+	}
+	var out map[int][]classifiers.Finding
+	for i, d := range docs {
+		if d.office == nil || !strings.Contains(d.text, "Sensitivity label: ") {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, g.timeout)
+		doc, err := safeCall(func() (*classifiers.Document, error) { return sc.ScanDocument(ctx, "", d.office) })
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if doc.Text != d.text {
+			continue
+		}
+		for _, f := range doc.Findings {
+			if f.Detector == "marker.sensitivity_label" && f.Start >= 0 && f.End <= len(d.text) && f.Start <= f.End {
+				if out == nil {
+					out = map[int][]classifiers.Finding{}
+				}
+				out[base+i] = append(out[base+i], f)
+			}
+		}
+	}
+	return out, nil
 }
 
 // passesThrough reports whether d lets an unread body through on urlPath:

@@ -1,6 +1,7 @@
 package sdk_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
@@ -576,6 +577,44 @@ func TestHardening04MultipartUpload(t *testing.T) {
 			t.Fatalf("audit: %s", audit.String())
 		}
 	})
+}
+
+// labelledDocx is a DOCX whose body is clean and whose sensitivity label
+// is a name no text detector knows.
+func labelledDocx(t testing.TB, label string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, content := range map[string]string{
+		"word/document.xml": `<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p><w:r><w:t>The meeting is at noon.</w:t></w:r></w:p></w:body></w:document>`,
+		"docProps/custom.xml": `<?xml version="1.0" encoding="UTF-8"?><Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/custom-properties" xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">` +
+			`<property fmtid="{D5CDD505-2E9C-101B-9397-08002B2CF9AE}" pid="2" name="MSIP_Label_1_Enabled"><vt:lpwstr>true</vt:lpwstr></property>` +
+			`<property fmtid="{D5CDD505-2E9C-101B-9397-08002B2CF9AE}" pid="3" name="MSIP_Label_1_Name"><vt:lpwstr>` + label + `</vt:lpwstr></property></Properties>`,
+	} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, content)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestHardening04SensitivityLabel: an uploaded Office document's
+// sensitivity label is marker.sensitivity_label, as "aishield scan" reports
+// it, whatever its name.
+func TestHardening04SensitivityLabel(t *testing.T) {
+	rec := newRecorder(t)
+	c, audit := hardClient(t, "closed", 0)
+	_, err := openaiRec(rec, c).Files.New(context.Background(), openai.FileNewParams{
+		File:    openai.File(bytes.NewReader(labelledDocx(t, "Falcon Board Only")), "memo.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+		Purpose: openai.FilePurposeAssistants})
+	if apiStatus(err) != 403 || len(rec.received()) != 0 || !strings.Contains(audit.String(), `"marker.sensitivity_label":1`) {
+		t.Fatalf("err %v; upstream received %d; audit %s", err, len(rec.received()), audit.String())
+	}
 }
 
 func TestHardening04InlineDocuments(t *testing.T) {

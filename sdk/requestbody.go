@@ -195,9 +195,12 @@ type requestBody struct {
 	raw bool
 }
 
-// docText is the text of a document in a request.
+// docText is the text of a document in a request; office holds the
+// document's bytes when it is a DOCX, XLSX or PPTX (whose sensitivity
+// label the scanner reports, see Guard.labelFindings).
 type docText struct {
 	role, text string
+	office     []byte
 }
 
 // segments returns the rewritable texts.
@@ -539,10 +542,14 @@ func (b *requestBody) documentAs(role, contentType string, data []byte, what str
 		b.unread = append(b.unread, what+" in PDF (PDF text extraction is not supported)")
 		return
 	}
-	text, _, ok, note := classifiers.ExtractText(data)
+	text, kind, ok, note := classifiers.ExtractText(data)
 	if !ok {
 		b.unread = append(b.unread, fmt.Sprintf("%s that is not text nor an Office document (%s)", what, note))
 		return
 	}
-	b.docs = append(b.docs, docText{role: role, text: text})
+	dt := docText{role: role, text: text}
+	if kind != "text" {
+		dt.office = data
+	}
+	b.docs = append(b.docs, dt)
 }
