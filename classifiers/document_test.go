@@ -175,3 +175,28 @@ func FuzzScanDocument(f *testing.F) {
 		}
 	})
 }
+
+func TestExtractText(t *testing.T) {
+	data, err := os.ReadFile("../testdata/samples/board-minutes.docx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := sc.ScanDocument(context.Background(), "board-minutes.docx", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, kind, ok, _ := ExtractText(data)
+	if !ok || kind != "docx" || text != doc.Text {
+		t.Fatalf("ExtractText = %q, %s, %v; ScanDocument read %q", text, kind, ok, doc.Text)
+	}
+	if _, kind, ok, note := ExtractText([]byte("\x00\x01binary")); ok || kind != "binary" || note == "" {
+		t.Fatalf("binary: %s %v %q", kind, ok, note)
+	}
+	if text, kind, ok, _ := ExtractText([]byte("plain text")); !ok || kind != "text" || text != "plain text" {
+		t.Fatalf("text: %q %s %v", text, kind, ok)
+	}
+}

@@ -52,6 +52,12 @@ type AuditRecord struct {
 	FailedOpen Stage `json:"failed_open,omitempty"`
 	Failure    Stage `json:"failure,omitempty"`
 	DurationMS int64 `json:"duration_ms"`
+
+	// Passthrough: the request held what the guard could not read and the
+	// destination's passthrough paths let it through unchecked; a clean
+	// verdict is then unverified.
+	Passthrough bool `json:"passthrough,omitempty"`
+
 	// Prev is the SHA-256 (hex) of the previous line without its newline;
 	// 64 zeros for the first line of a trail.
 	Prev string `json:"prev"`
@@ -222,6 +228,12 @@ func (g *Guard) record(x *Exchange) {
 			}
 		} else if x.failNote != "" {
 			rec.Failure = x.failNote
+		}
+		if x.Passthrough {
+			rec.Passthrough = true
+			if rec.Verdict == VerdictClean {
+				rec.Verdict = VerdictUnverified
+			}
 		}
 		if len(x.signals) > 0 {
 			rec.Signals = map[string]int{}

@@ -1,11 +1,7 @@
 package sdk
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/andybalholm/brotli"
 
 	"github.com/aishield/aishield/sdk/inbound"
 )
@@ -39,10 +33,6 @@ var (
 	// guard cannot read, so cannot verify.
 	ErrUnreadableResponse = errors.New("response the guard cannot read")
 )
-
-// maxCodings bounds the content codings of one response: real servers
-// apply one.
-const maxCodings = 4
 
 // redirectError describes a redirect from dest to location: the target's
 // host is named (it tells a wrong base_url apart), never its path or query.
@@ -80,89 +70,6 @@ func printableHost(h string) bool {
 	}
 	return true
 }
-
-// contentCodings returns the content codings of h in the order they were
-// applied (RFC 9110 8.4: a list, over every Content-Encoding field line),
-// identity removed, lower-cased. Unknown codings and more than maxCodings
-// are an error.
-func contentCodings(h http.Header) ([]string, error) {
-	var out []string
-	for _, line := range h.Values("Content-Encoding") {
-		for _, c := range strings.Split(line, ",") {
-			c = strings.ToLower(strings.TrimSpace(c))
-			switch c {
-			case "", "identity":
-				continue
-			case "gzip", "x-gzip", "deflate", "br":
-			default:
-				return nil, fmt.Errorf("%w: content coding %q", ErrUnreadableResponse, clip(c, 32))
-			}
-			out = append(out, c)
-		}
-	}
-	if len(out) > maxCodings {
-		return nil, fmt.Errorf("%w: %d content codings", ErrUnreadableResponse, len(out))
-	}
-	return out, nil
-}
-
-// clip returns s cut to n bytes (at a rune boundary), for messages.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return strings.ToValidUTF8(s, "?")
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return strings.ToValidUTF8(s[:n], "?") + "…"
-}
-
-// decodedBody undoes codings (as returned by contentCodings) on body, the
-// last applied first. The result reads the decoded bytes; closing it
-// closes body. A corrupt coding surfaces as a read error (the decoder's).
-// The caller bounds what it reads.
-func decodedBody(body io.ReadCloser, codings []string) (io.ReadCloser, error) {
-	if len(codings) == 0 {
-		return body, nil
-	}
-	var r io.Reader = body
-	for i := len(codings) - 1; i >= 0; i-- {
-		var err error
-		switch codings[i] {
-		case "gzip", "x-gzip":
-			var zr *gzip.Reader
-			if zr, err = gzip.NewReader(r); err == nil {
-				zr.Multistream(true)
-				r = zr
-			}
-		case "deflate":
-			// RFC 9110 "deflate" is the zlib format; some servers send raw
-			// DEFLATE data under that name, as browsers accept.
-			br := bufio.NewReader(r)
-			if head, perr := br.Peek(2); perr == nil && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0 {
-				r, err = zlib.NewReader(br)
-			} else {
-				r = flate.NewReader(br)
-			}
-		case "br":
-			r = brotli.NewReader(r)
-		}
-		if err != nil {
-			body.Close()
-			return nil, fmt.Errorf("%w: %s body: %v", ErrUnreadableResponse, codings[i], err)
-		}
-	}
-	return &decoded{r: r, c: body}, nil
-}
-
-type decoded struct {
-	r io.Reader
-	c io.Closer
-}
-
-func (d *decoded) Read(p []byte) (int, error) { return d.r.Read(p) }
-
-func (d *decoded) Close() error { return d.c.Close() }
 
 // Kinds of response bodies the guard reads.
 const (
@@ -261,6 +168,7 @@ func (t *Transport) deliver(ctx context.Context, x *Exchange, req *http.Request,
 	ct := resp.Header.Get("Content-Type")
 	codings, err := contentCodings(resp.Header)
 	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrUnreadableResponse, err)
 		if t.Guard.policy.FailOpen {
 			x.FailedOpen, x.failNote, x.verdict, x.status = true, StageResponse, VerdictUnverified, resp.StatusCode
 			t.Guard.record(x)
@@ -272,6 +180,7 @@ func (t *Transport) deliver(ctx context.Context, x *Exchange, req *http.Request,
 	}
 	body, err := decodedBody(resp.Body, codings)
 	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrUnreadableResponse, err)
 		x.refused(resp.StatusCode, StageResponse)
 		return x, nil, &GuardError{Stage: StageResponse, Exchange: x.ID, Err: err}
 	}

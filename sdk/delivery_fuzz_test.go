@@ -51,8 +51,8 @@ func FuzzContentCoding(f *testing.F) {
 		const limit = 1 << 16
 		codings, err := contentCodings(http.Header{"Content-Encoding": {field}})
 		if err != nil {
-			if !errors.Is(err, ErrUnreadableResponse) {
-				t.Fatalf("error %v does not wrap ErrUnreadableResponse", err)
+			if !errors.Is(err, errCoding) {
+				t.Fatalf("error %v does not wrap errCoding", err)
 			}
 			return
 		}
@@ -101,8 +101,8 @@ func TestHardening07ContentCodings(t *testing.T) {
 		s := strings.Join(got, "+")
 		if err != nil {
 			s = "error"
-			if !errors.Is(err, ErrUnreadableResponse) {
-				t.Errorf("%q: %v does not wrap ErrUnreadableResponse", tc.lines, err)
+			if !errors.Is(err, errCoding) {
+				t.Errorf("%q: %v does not wrap errCoding", tc.lines, err)
 			}
 		}
 		if s != tc.want {

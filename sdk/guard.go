@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"runtime/debug"
 	"slices"
@@ -119,6 +120,7 @@ type Guard struct {
 	onRecord    func(AuditRecord)
 	now         func() time.Time
 	noUsage     bool
+	timeout     time.Duration // bounds a document's scan for its label
 	randMu      sync.Mutex
 	rand        io.Reader // nil: crypto/rand
 }
@@ -139,6 +141,10 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 		now:       opts.Now,
 		noUsage:   opts.NoStreamUsage,
 		rand:      opts.Rand,
+		timeout:   opts.Timeout,
+	}
+	if g.timeout <= 0 {
+		g.timeout = DefaultTimeout
 	}
 	if opts.Destination != "" {
 		d, ok := opts.Policy.Destination(opts.Destination)
@@ -230,8 +236,23 @@ type Request struct {
 	Principal string
 	// Body is the request body. It is not modified.
 	Body []byte
-	// ContentType is the body's media type; "" is taken as JSON.
+	// ContentType is the body's media type; "" is taken as JSON. JSON
+	// (application/json, any +json type, and any body that is valid JSON
+	// whatever its label) is parsed strictly; text/* (UTF-8), urlencoded
+	// forms and multipart/form-data are read field by field and file by
+	// file; a body of any other type, or holding a document the guard
+	// cannot read (a PDF, a binary file), is refused unless the
+	// destination's passthrough paths match the URL's path.
 	ContentType string
+	// ContentEncoding is the body's Content-Encoding, a list of codings
+	// in the order they were applied (RFC 9110): gzip (x-gzip), deflate
+	// (zlib or raw), br and identity are undone, at most 4 of them; any
+	// other is refused (ErrUnsupportedMedia). The Exchange's Body is
+	// always plain: send it without Content-Encoding.
+	ContentEncoding string
+	// MaxBody bounds the body once decoded (ErrTooLarge beyond it); 0
+	// means DefaultMaxBody.
+	MaxBody int64
 }
 
 // Exchange is one request going through the guard, and then its response.
@@ -257,8 +278,17 @@ type Exchange struct {
 	Findings map[string]int
 	// Redacted is the number of values replaced.
 	Redacted int
-	// Body is the body to send: the original bytes when nothing changed.
+	// Body is the body to send: the original bytes when nothing changed
+	// in a JSON body; a body of another type is always re-encoded from
+	// what the guard parsed.
 	Body []byte
+	// ContentType, when not "", is the Content-Type to send Body with (a
+	// multipart body re-encoded under a fresh boundary).
+	ContentType string
+	// Passthrough reports that the body held what the guard could not read
+	// and the destination's passthrough paths let it through unchecked;
+	// the audit trail records the exchange as unverified.
+	Passthrough bool
 	// Streamed reports that the request asks for a streamed response.
 	Streamed bool
 	// FailedOpen reports that the guard failed and the policy let the
@@ -333,7 +363,10 @@ func (g *Guard) Check(ctx context.Context, req Request) (*Exchange, error) {
 	if err != nil {
 		return nil, err
 	}
-	return g.outcome(x, g.check(ctx, req, x), req.Body)
+	err = g.check(ctx, req, x)
+	// Failing open sends the body as read: decoded from its
+	// Content-Encoding, otherwise as it came.
+	return g.outcome(x, err, x.Body)
 }
 
 // CheckText runs the outbound side on a plain text, as the CLI filter
@@ -384,7 +417,10 @@ func (g *Guard) outcome(x *Exchange, err error, body []byte) (*Exchange, error) 
 		return nil, err
 	}
 	var ge *GuardError
-	if errors.As(err, &ge) && g.policy.FailOpen {
+	// A request the guard cannot read (stage parse) is refused whatever
+	// the failure mode: failing open would send bytes it did not
+	// interpret.
+	if errors.As(err, &ge) && g.policy.FailOpen && ge.Stage != StageParse {
 		x.FailedOpen, x.Body, x.failNote = true, body, ge.Stage
 		x.Decision.Action = policies.ActionAllow
 		return x, nil
@@ -415,7 +451,10 @@ func (g *Guard) destination(name, url, provider, model string) (*policies.Destin
 // evaluate runs the policy's evaluation of texts for x's destination and
 // files its outcome on x; a request the policy refuses returns
 // *BlockedError.
-func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string) (*policies.Evaluation, error) {
+// extra holds findings to add to texts' own (by text index), found
+// elsewhere (an Office document's sensitivity label); the decision is
+// then taken on both.
+func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string, extra map[int][]classifiers.Finding) (*policies.Evaluation, error) {
 	ev, err := g.eval.Evaluate(ctx, x.dest, policies.Input{Texts: texts})
 	if err != nil {
 		var ee *policies.EvaluationError
@@ -424,6 +463,15 @@ func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string) (*pol
 			stage = StageTokens
 		}
 		return nil, &GuardError{Stage: stage, Exchange: x.ID, Err: err}
+	}
+	if len(extra) > 0 && ev.Findings != nil {
+		for i, fs := range extra {
+			all := append(slices.Clone(ev.Findings[i]), fs...)
+			sort.SliceStable(all, func(a, b int) bool { return all[a].Start < all[b].Start })
+			ev.Findings[i] = all
+		}
+		flat, _ := ev.Flat()
+		ev.Decision = g.policy.Decide(ev.Destination, flat, ev.Tokens)
 	}
 	x.Tokens, x.TokensExact, x.Decision = ev.Tokens, ev.TokensExact, ev.Decision
 	x.tokenizer = ev.Tokenizer != ""
@@ -464,7 +512,7 @@ func (g *Guard) checkText(ctx context.Context, text string, x *Exchange) error {
 		return &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
 	}
 	x.dest, x.Destination, x.Kind = d, d.Name, "text"
-	ev, err := g.evaluate(ctx, x, []string{text})
+	ev, err := g.evaluate(ctx, x, []string{text}, nil)
 	if err != nil {
 		return err
 	}
@@ -482,24 +530,37 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 			return fail(StageAudit, err)
 		}
 	}
-	urlPath, baseURL := req.URL, req.URL
-	if u, perr := url.Parse(req.URL); perr == nil {
-		urlPath = u.Path
+	baseURL := req.URL
+	u, perr := url.Parse(req.URL)
+	if perr != nil {
+		return fail(StageParse, fmt.Errorf("%w: the URL does not parse", ErrInvalidPath))
 	}
-	var wr *wire.Request
-	if isJSON(req.ContentType) || len(bytes.TrimSpace(req.Body)) == 0 {
-		if len(bytes.TrimSpace(req.Body)) == 0 {
-			wr = &wire.Request{Kind: wire.KindGeneric}
-		} else {
-			wr, err = wire.ParseRequest(urlPath, req.Body)
-			if err != nil {
-				return fail(StageParse, err)
-			}
+	if err := ValidatePath(u); err != nil {
+		return fail(StageParse, err)
+	}
+	urlPath := u.Path
+	body := req.Body
+	codings, err := contentCodings(http.Header{"Content-Encoding": {req.ContentEncoding}})
+	if err != nil {
+		return fail(StageParse, fmt.Errorf("%w: %w", ErrUnsupportedMedia, err))
+	}
+	if len(codings) > 0 && len(body) > 0 {
+		limit := req.MaxBody
+		if limit <= 0 {
+			limit = DefaultMaxBody
 		}
-	} else {
-		// Not JSON (a file upload, form data): classify the raw body as
-		// one text; it can be allowed or blocked, not redacted.
-		wr = &wire.Request{Kind: wire.KindGeneric, Segments: []wire.Segment{{Field: "body", Text: string(req.Body)}}}
+		if body, err = decodeContent(body, codings, limit); err != nil {
+			return fail(StageParse, err)
+		}
+		x.Body = body
+	}
+	rb, err := readRequestBody(urlPath, req.ContentType, body)
+	if err != nil {
+		return fail(StageParse, err)
+	}
+	wr := rb.json
+	if wr == nil {
+		wr = &wire.Request{Kind: wire.KindGeneric}
 	}
 	x.kind, x.Kind, x.Model, x.Streamed = wr.Kind, string(wr.Kind), wr.Model, wr.Stream
 	provider := req.Provider
@@ -511,29 +572,50 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		return fail(StageParse, err)
 	}
 	x.dest, x.Destination = d, d.Name
+	if len(rb.unread) > 0 {
+		if !passesThrough(d, urlPath) {
+			return fail(StageParse, fmt.Errorf("%w: %s, on a path the destination %s does not let through unchecked (passthrough)",
+				ErrUnsupportedMedia, rb.unread[0], d.Name))
+		}
+		x.Passthrough = true
+	}
 
-	texts := make([]string, len(wr.Segments))
-	roles := make([]string, len(wr.Segments))
-	for i, s := range wr.Segments {
+	segs := rb.segments()
+	texts := make([]string, len(segs), len(segs)+len(rb.docs))
+	roles := make([]string, len(segs), len(segs)+len(rb.docs))
+	for i, s := range segs {
 		texts[i], roles[i] = s.Text, s.Role
 	}
-	ev, err := g.evaluate(ctx, x, texts)
+	for _, dt := range rb.docs {
+		texts, roles = append(texts, dt.text), append(roles, dt.role)
+	}
+	labels, err := g.labelFindings(ctx, rb.docs, len(segs))
+	if err != nil {
+		return fail(StageClassify, err)
+	}
+	ev, err := g.evaluate(ctx, x, texts, labels)
 	if err != nil {
 		return err
 	}
 	sent := texts
 	if bySeg := redactions(ev); len(bySeg) > 0 {
-		if wr.Kind == wire.KindGeneric && len(wr.Segments) == 1 && wr.Segments[0].Field == "body" && !isJSON(req.ContentType) {
-			dec := ev.Decision
-			return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: ev.Tokens,
-				Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
-					Message: "a non-JSON body cannot be redacted"})}
+		for si := range bySeg {
+			if si >= len(segs) {
+				dec := ev.Decision
+				return &BlockedError{Exchange: x.ID, Destination: d.Name, Level: dec.Level, Tokens: ev.Tokens,
+					Reasons: append(dec.Reasons, policies.Reason{Rule: "redaction", Action: policies.ActionBlock,
+						Message: "a document in the request cannot be redacted in place"})}
+			}
 		}
 		sent = append([]string(nil), texts...)
 		for si, fs := range bySeg {
 			s, n := g.redact(x.vault, texts[si], fs)
-			if err := wr.Set(si, s); err != nil {
-				return fail(StageRewrite, err)
+			if rb.json != nil {
+				if err := wr.Set(si, s); err != nil {
+					return fail(StageRewrite, err)
+				}
+			} else {
+				rb.set(si, s)
 			}
 			sent[si] = s
 			x.Redacted += n
@@ -575,7 +657,16 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 			}
 		}
 	}
-	if changed {
+	switch {
+	case rb.encode != nil:
+		// A body that is not JSON is always sent as the guard re-encodes
+		// it from what it parsed.
+		body, ct, err := rb.encode()
+		if err != nil {
+			return fail(StageRewrite, err)
+		}
+		x.Body, x.ContentType = body, ct
+	case changed:
 		body, err := wr.Encode()
 		if err != nil {
 			return fail(StageRewrite, err)
@@ -583,6 +674,60 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		x.Body = body
 	}
 	return nil
+}
+
+// labelFindings returns, by text index (base+i for docs[i]), the
+// marker.sensitivity_label findings of the Office documents among docs,
+// as "aishield scan" reports them, when the guard classifies with a
+// classifiers.Scanner; the label line of a document's text is otherwise
+// only classified as text.
+func (g *Guard) labelFindings(ctx context.Context, docs []docText, base int) (map[int][]classifiers.Finding, error) {
+	sc, ok := g.eval.Classifier().(*classifiers.Scanner)
+	if !ok {
+		return nil, nil
+	}
+	var out map[int][]classifiers.Finding
+	for i, d := range docs {
+		if d.office == nil || !strings.Contains(d.text, "Sensitivity label: ") {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, g.timeout)
+		doc, err := safeCall(func() (*classifiers.Document, error) { return sc.ScanDocument(ctx, "", d.office) })
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if doc.Text != d.text {
+			continue
+		}
+		for _, f := range doc.Findings {
+			if f.Detector == "marker.sensitivity_label" && f.Start >= 0 && f.End <= len(d.text) && f.Start <= f.End {
+				if out == nil {
+					out = map[int][]classifiers.Finding{}
+				}
+				out[base+i] = append(out[base+i], f)
+			}
+		}
+	}
+	return out, nil
+}
+
+// passesThrough reports whether d lets an unread body through on urlPath:
+// one of its passthrough globs matches the path, or the path below its
+// base_url's own path (a glob "/v1/audio/*" under base_url
+// https://gw.example/openai matches /openai/v1/audio/speech).
+func passesThrough(d *policies.Destination, urlPath string) bool {
+	if d.PassesThrough(urlPath) {
+		return true
+	}
+	if b, err := url.Parse(d.BaseURL); err == nil && d.BaseURL != "" {
+		if prefix := strings.TrimSuffix(b.Path, "/"); prefix != "" {
+			if rest, ok := strings.CutPrefix(urlPath, prefix); ok && strings.HasPrefix(rest, "/") {
+				return d.PassesThrough(rest)
+			}
+		}
+	}
+	return false
 }
 
 func isJSON(ct string) bool {

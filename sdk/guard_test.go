@@ -271,7 +271,9 @@ func TestGuardFailures(t *testing.T) {
 				opts.Audit = &audit
 				g := newGuard(t, opts)
 				x, err := g.Check(context.Background(), sdk.Request{URL: "/v1/chat/completions", Body: []byte(tt.body)})
-				if mode == "closed" {
+				// A body the guard cannot read is refused in either mode:
+				// failing open would send bytes it did not interpret.
+				if mode == "closed" || tt.stage == sdk.StageParse {
 					var ge *sdk.GuardError
 					if !errors.As(err, &ge) || ge.Stage != tt.stage {
 						t.Fatalf("err = %v, want *GuardError at %s", err, tt.stage)

@@ -19,14 +19,16 @@ import (
 // error, which would send the prompt again to the service that just
 // leaked; a response carrying X-Should-Retry: false is not retried.
 type Refusal struct {
-	// Status is the HTTP status: 403 blocked, 400 over capacity or
-	// unparsable, 413 too large, 502 contaminated (or a response too
+	// Status is the HTTP status: 403 blocked, 400 over capacity,
+	// unparsable or a refused path, 413 too large, 415 a body the guard
+	// cannot read, 502 contaminated (or a response too
 	// large), 500 any other failure of the guard.
 	Status int
 	// Type and Code are the API error's type and code ("aishield_blocked",
 	// "aishield_over_capacity", "aishield_contamination",
-	// "aishield_unparsable", "request_too_large", "response_too_large",
-	// "upstream_redirect", "unreadable_response", "aishield_guard_error").
+	// "aishield_unparsable", "invalid_path", "unsupported_media_type",
+	// "request_too_large", "response_too_large", "upstream_redirect",
+	// "unreadable_response", "aishield_guard_error").
 	Type, Code string
 	// Message is the error's text: masked previews only, never a value.
 	Message string
@@ -53,6 +55,10 @@ func RefusalOf(err error) (r Refusal, ok bool) {
 			return Refusal{http.StatusRequestEntityTooLarge, "invalid_request_error", "request_too_large", ge.Error()}, true
 		case errors.Is(err, ErrTooLarge):
 			return Refusal{http.StatusBadGateway, "upstream_error", "response_too_large", ge.Error()}, true
+		case errors.Is(err, ErrUnsupportedMedia):
+			return Refusal{http.StatusUnsupportedMediaType, "invalid_request_error", "unsupported_media_type", ge.Error()}, true
+		case errors.Is(err, ErrInvalidPath):
+			return Refusal{http.StatusBadRequest, "invalid_request_error", "invalid_path", ge.Error()}, true
 		case errors.Is(err, ErrUpstreamRedirect):
 			return Refusal{http.StatusBadGateway, "upstream_error", "upstream_redirect", ge.Error()}, true
 		case errors.Is(err, ErrUnreadableResponse):

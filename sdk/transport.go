@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/aishield/aishield/internal/wire"
 )
@@ -19,6 +20,12 @@ const DefaultMaxBody = 64 << 20
 // client: OpenAI (chat completions, completions, responses, embeddings) and
 // Anthropic (messages) bodies and SSE streams are understood, other JSON
 // bodies have all their strings classified.
+//
+// Before the guard decides, the request's path is validated
+// ([ValidatePath]) and its Content-Encoding (gzip, deflate, br, as an
+// ordered list) is undone within MaxBody; the body then goes out plain,
+// without Content-Encoding, as the guard re-encoded it (see
+// Request.ContentType for the media types it reads).
 //
 // It follows the RoundTripper contract: the caller's request is never
 // modified (it is cloned and the clone gets the filtered body,
@@ -136,17 +143,29 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 	if t.Guard == nil {
 		return nil, nil, &GuardError{Stage: StageGuard, Err: errors.New("sdk.Transport has no Guard")}
 	}
+	if cts := req.Header.Values("Content-Type"); len(cts) > 1 {
+		return nil, nil, &GuardError{Stage: StageParse, Err: fmt.Errorf("%w: %d Content-Type headers", ErrUnsupportedMedia, len(cts))}
+	}
 	ctx := req.Context()
 	var principal string
 	if t.Principal != nil {
 		principal = t.Principal(req)
 	}
 	x, err := t.Guard.Check(ctx, Request{URL: req.URL.String(), Provider: t.Provider, Destination: t.Destination,
-		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type")})
+		Principal: principal, Body: body, ContentType: req.Header.Get("Content-Type"),
+		ContentEncoding: strings.Join(req.Header.Values("Content-Encoding"), ","), MaxBody: t.maxBody()})
 	if err != nil {
 		return nil, nil, err
 	}
 	out := req.Clone(ctx)
+	// Sent exactly as the guard validated it (Check validates the path and
+	// undoes the Content-Encoding): the path is encoded from its decoded
+	// form, and the body is plain.
+	out.URL.RawPath = ""
+	out.Header.Del("Content-Encoding")
+	if x.ContentType != "" {
+		out.Header.Set("Content-Type", x.ContentType)
+	}
 	if len(x.Body) > 0 || req.Body != nil {
 		sent := x.Body
 		out.Body = io.NopCloser(bytes.NewReader(sent))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -21,8 +22,13 @@ import (
 // maxDepth bounds nesting, like encoding/json.
 const maxDepth = 10000
 
-// decode parses body into a raw tree; it refuses invalid UTF-8 (which JSON
-// decoding would silently replace), and trailing data.
+// decode parses body into a raw tree. It is strict where parsers disagree,
+// as I-JSON (RFC 7493) asks, so that what the guard reads is what any
+// receiver reads: it refuses invalid UTF-8 and lone surrogate escapes
+// (which encoding/json replaces by U+FFFD and other parsers keep), an
+// object with two members of the same name (encoding/json keeps the last,
+// other parsers the first, so a value could hide behind its twin), and
+// trailing data.
 func decode(body []byte) (any, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("%w: invalid UTF-8", ErrBody)
@@ -111,9 +117,14 @@ func (p *parser) object(depth int) (any, error) {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return nil, p.fail("expected a string object key")
 		}
+		ks := p.pos
 		k, err := p.str()
 		if err != nil {
 			return nil, err
+		}
+		if _, dup := m[k]; dup {
+			p.pos = ks
+			return nil, p.fail("duplicate object key" + keyName(k))
 		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -307,16 +318,40 @@ func (p *parser) str() (string, error) {
 		return "", err
 	}
 	raw := p.data[p.pos+1 : end-1]
-	p.pos = end
 	if !escaped {
+		p.pos = end
 		return string(raw), nil
 	}
-	return unescape(raw), nil
+	s, ok := unescape(raw)
+	if !ok {
+		return "", p.fail("lone surrogate escape in a string")
+	}
+	p.pos = end
+	return s, nil
+}
+
+// keyName renders a duplicate key for an error message when it is a plain
+// field name (lower-case letters and '_', as API field names are), so that
+// a key that is data (an address, a token used as a map key) is never
+// shown; "" otherwise.
+func keyName(k string) string {
+	if len(k) == 0 || len(k) > 32 {
+		return ""
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; (c < 'a' || c > 'z') && c != '_' {
+			return ""
+		}
+	}
+	return " " + strconv.Quote(k)
 }
 
 // unescape decodes the inside of a valid JSON string with escapes, as
-// encoding/json does (lone surrogates become U+FFFD).
-func unescape(raw []byte) string {
+// encoding/json does; ok is false when it holds a lone surrogate escape
+// (which encoding/json would turn into U+FFFD, and the string holds U+FFFD
+// there).
+func unescape(raw []byte) (s string, ok bool) {
+	ok = true
 	b := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
@@ -351,7 +386,7 @@ func unescape(raw []byte) string {
 						continue
 					}
 				}
-				r = utf8.RuneError
+				r, ok = utf8.RuneError, false
 			}
 			b = utf8.AppendRune(b, r)
 			continue
@@ -360,7 +395,7 @@ func unescape(raw []byte) string {
 		}
 		i += 2
 	}
-	return string(b)
+	return string(b), ok
 }
 
 func hex4(b []byte) rune {
@@ -742,6 +777,7 @@ func (l *locator) walk(i, depth int, idx []int, keyStart, prevEnd int) (int, boo
 func (l *locator) object(i, depth int, deeper []int) int {
 	j := skipSpace(l.d, i+1)
 	prev := -1
+	var met []int // the edits whose key this object has shown
 	for j < len(l.d) && l.d[j] != '}' {
 		ks := j
 		kend, escaped, err := stringEnd(l.d, j)
@@ -750,7 +786,7 @@ func (l *locator) object(i, depth int, deeper []int) int {
 		}
 		var key string
 		if escaped {
-			key = unescape(l.d[j+1 : kend-1])
+			key, _ = unescape(l.d[j+1 : kend-1])
 		} else {
 			key = string(l.d[j+1 : kend-1])
 		}
@@ -765,10 +801,15 @@ func (l *locator) object(i, depth int, deeper []int) int {
 				sub = append(sub, k)
 			}
 		}
-		// A later duplicate key wins, as in the tree.
+		// decode refuses duplicate keys, so each edited key is met once;
+		// a body where one is met twice is not the decoded one: the splice
+		// fails rather than guess which member the tree holds.
 		for _, k := range sub {
-			l.spans[k] = span{}
+			if slices.Contains(met, k) {
+				return -1
+			}
 		}
+		met = append(met, sub...)
 		if prev, j = l.member(j, depth, sub, ks, prev); prev < 0 {
 			return -1
 		}

@@ -10,16 +10,105 @@ import (
 	"unicode/utf8"
 )
 
-// stdDecode is the reference: encoding/json into the same raw tree.
+// stdDecode is the reference: encoding/json into the same raw tree, with
+// I-JSON's rules on top (no duplicate member names, no lone surrogates),
+// checked by a token walk and a scan of the escapes.
 func stdDecode(body []byte) (any, error) {
 	if !json.Valid(body) {
 		return nil, errors.New("invalid JSON")
+	}
+	if loneSurrogate(body) {
+		return nil, errors.New("lone surrogate")
+	}
+	if duplicateKey(body) {
+		return nil, errors.New("duplicate key")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	err := dec.Decode(&v)
 	return v, err
+}
+
+// duplicateKey reports whether an object of the valid JSON body has two
+// members of the same (decoded) name.
+func duplicateKey(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		obj     bool
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.obj {
+					top.wantKey = true
+				}
+				stack = append(stack, &frame{obj: t == '{', keys: map[string]bool{}, wantKey: true})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.obj && top.wantKey {
+				if top.keys[t] {
+					return true
+				}
+				top.keys[t] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		if top != nil && top.obj {
+			top.wantKey = true
+		}
+	}
+}
+
+// loneSurrogate reports whether a string of the valid JSON body holds a
+// \u escape of a surrogate that is not the first of a valid pair or its
+// second.
+func loneSurrogate(body []byte) bool {
+	in := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			in = !in
+		case in && c == '\\':
+			if body[i+1] != 'u' {
+				i++
+				continue
+			}
+			r := hex4(body[i+2:])
+			i += 5
+			switch {
+			case r >= 0xdc00 && r <= 0xdfff:
+				return true
+			case r >= 0xd800 && r <= 0xdbff:
+				if i+6 >= len(body) || body[i+1] != '\\' || body[i+2] != 'u' {
+					return true
+				}
+				r2 := hex4(body[i+3:])
+				if r2 < 0xdc00 || r2 > 0xdfff {
+					return true
+				}
+				i += 6
+			}
+		}
+	}
+	return false
 }
 
 // checkDecode compares decode with encoding/json on valid UTF-8 input.
@@ -61,7 +150,8 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{`{"a":[1,"b\u00e9",null]}`, `"\ud83d\ude00"`, `[1e5,-0.0]`, `{"k\"ey":{"x":[]}}`} {
+	for _, s := range []string{`{"a":[1,"b\u00e9",null]}`, `"\ud83d\ude00"`, `[1e5,-0.0]`, `{"k\"ey":{"x":[]}}`,
+		`{"a":{"b":1},"c":[{"b":2,"b":3}]}`, `{"\u0061":1,"a":2}`, `["\ud800\udc00","\\ud800"]`, `"\udbff\udfff\ud800x"`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { checkDecode(t, body) })

@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"mime"
 	"strconv"
 	"strings"
 )
@@ -16,7 +19,174 @@ type Request struct {
 	Stream bool
 	// Segments are the texts of the body in document order.
 	Segments []Segment
+	// Attachments are the documents the body carries inline, decoded; see
+	// Attachment.
+	Attachments []Attachment
 	doc
+}
+
+// Attachment is a document a request body carries inline, base64 or
+// percent encoded: an Anthropic document block with a base64 source, an
+// OpenAI chat file part's file_data, a responses input_file's file_data, a
+// data: URL of a type other than image, audio or video (in an image_url or
+// any other string). Its text is not a Segment: it cannot be rewritten in
+// place, and images, audio and video are not attachments (the guard reads
+// no text in them).
+type Attachment struct {
+	// Path locates the string that holds the document.
+	Path Path
+	// Role is the speaker of the message that carries it.
+	Role string
+	// MediaType is the declared media type, lower case and without
+	// parameters ("application/pdf"); "" when none is declared.
+	MediaType string
+	// Name is the file name given beside it, "" when none.
+	Name string
+	// Data is the decoded document.
+	Data []byte
+}
+
+// ErrAttachment is wrapped by the errors of inline documents that cannot
+// be decoded (invalid base64 or percent encoding).
+var ErrAttachment = errors.New("inline document that cannot be decoded")
+
+// skippedMedia reports media types the guard reads no text in: images,
+// audio and video stay in the body as they are, as image parts do.
+func skippedMedia(mt string) bool {
+	return strings.HasPrefix(mt, "image/") || strings.HasPrefix(mt, "audio/") || strings.HasPrefix(mt, "video/")
+}
+
+// dataURL handles s when it is a data: URL (RFC 2397) in a request: a
+// document (any type but image, audio, video) is decoded as an attachment
+// (name is its file name, if known); an image, audio or video is left
+// alone when skipMedia is set (an image part), and is a text otherwise. It
+// returns false when s is not a data: URL with a plain header (a media
+// type, a charset, base64: nothing else that could hold text), which is
+// then a text.
+func (x *extractor) dataURL(s, role, name string, skipMedia bool) bool {
+	if len(s) < 5 || !strings.EqualFold(s[:5], "data:") {
+		return false
+	}
+	meta, payload, ok := strings.Cut(s[5:], ",")
+	if !ok {
+		return false
+	}
+	params := strings.Split(meta, ";")
+	mt := strings.ToLower(params[0])
+	if mt == "" {
+		mt = "text/plain" // RFC 2397's default
+	} else if !mediaTypeName(mt) {
+		return false
+	}
+	isBase64 := false
+	for i, p := range params[1:] {
+		k, v, _ := strings.Cut(strings.ToLower(p), "=")
+		switch {
+		case k == "base64" && v == "" && i == len(params)-2:
+			isBase64 = true
+		case k == "charset" && v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789-_.") == "":
+		default:
+			return false
+		}
+	}
+	if skippedMedia(mt) {
+		return skipMedia
+	}
+	var data []byte
+	var err error
+	if isBase64 {
+		data, err = decodeBase64(payload)
+	} else {
+		var t string
+		t, err = percentDecode(payload)
+		data = []byte(t)
+	}
+	if err != nil {
+		x.fail(err)
+		return true
+	}
+	x.atts = append(x.atts, Attachment{Path: x.cur(), Role: role, MediaType: mt, Name: name, Data: data})
+	return true
+}
+
+// mediaTypeName reports whether s (lower case) is a type/subtype of
+// RFC 6838 restricted-name characters.
+func mediaTypeName(s string) bool {
+	typ, sub, ok := strings.Cut(s, "/")
+	valid := func(n string) bool {
+		if n == "" || len(n) > 127 {
+			return false
+		}
+		for i := 0; i < len(n); i++ {
+			c := n[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("!#$&-^_.+", c) >= 0) {
+				return false
+			}
+		}
+		return true
+	}
+	return ok && valid(typ) && valid(sub)
+}
+
+// fileData handles a file_data string: a data: URL, or bare base64 whose
+// type the caller tells by its name.
+func (x *extractor) fileData(s, role, name string) {
+	if x.dataURL(s, role, name, true) {
+		return
+	}
+	data, err := decodeBase64(s)
+	if err != nil {
+		x.fail(err)
+		return
+	}
+	mt := ""
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		mt, _, _ = mime.ParseMediaType(mime.TypeByExtension(name[i:]))
+	}
+	if skippedMedia(mt) {
+		return
+	}
+	x.atts = append(x.atts, Attachment{Path: x.cur(), Role: role, MediaType: mt, Name: name, Data: data})
+}
+
+func (x *extractor) fail(err error) {
+	if x.err == nil {
+		x.err = fmt.Errorf("%w: %w: %v", ErrBody, ErrAttachment, err)
+	}
+}
+
+// decodeBase64 decodes standard base64, padded or not, ignoring the line
+// breaks MIME puts in it.
+func decodeBase64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n \t") {
+		s = strings.NewReplacer("\r", "", "\n", "", " ", "", "\t", "").Replace(s)
+	}
+	s = strings.TrimRight(s, "=")
+	b, err := base64.RawStdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errors.New("invalid base64")
+	}
+	return b, nil
+}
+
+// percentDecode decodes the %XX escapes of a data: URL's payload.
+func percentDecode(s string) (string, error) {
+	if !strings.Contains(s, "%") {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b = append(b, s[i])
+			continue
+		}
+		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+			return "", errors.New("invalid percent escape")
+		}
+		b = append(b, byte(unhex(s[i+1])<<4|unhex(s[i+2])))
+		i += 2
+	}
+	return string(b), nil
 }
 
 // KindOf guesses the kind of a request from the URL path, then from the
@@ -86,7 +256,7 @@ func ParseRequest(urlPath string, body []byte) (*Request, error) {
 		r.Model, _ = m["model"].(string)
 		r.Stream, _ = m["stream"].(bool)
 	}
-	x := &extractor{}
+	x := &extractor{attach: true}
 	switch r.Kind {
 	case KindChat:
 		x.chat(m)
@@ -101,7 +271,10 @@ func ParseRequest(urlPath string, body []byte) (*Request, error) {
 	default:
 		x.generic(root, "", "")
 	}
-	r.Segments = x.segs
+	if x.err != nil {
+		return nil, x.err
+	}
+	r.Segments, r.Attachments = x.segs, x.atts
 	return r, nil
 }
 
@@ -338,10 +511,53 @@ func (x *extractor) contentPart(pv any, role string) {
 		for _, k := range []string{"text", "refusal"} {
 			x.text(part, k, role, "content")
 		}
-	case "image_url", "input_image", "input_audio", "input_file", "file", "image":
-		// Binary or URL payloads: no text to classify.
+	case "file", "input_file":
+		// A file by ID, URL or inline data (an attachment), and its name,
+		// which is a text.
+		f, nested := part, false
+		if inner, ok := part["file"].(map[string]any); ok {
+			f, nested = inner, true
+			x.push("file")
+		}
+		name, _ := f["filename"].(string)
+		x.text(f, "filename", role, "filename")
+		if s, ok := f["file_data"].(string); ok {
+			x.push("file_data")
+			x.fileData(s, role, name)
+			x.pop()
+		}
+		if nested {
+			x.pop()
+		}
+	case "image_url", "input_image":
+		// An image by URL or data: URL (no text), or a data: URL of a
+		// document, which is an attachment.
+		x.dataURLs(part, role)
+	case "input_audio", "image":
+		// Binary payloads: no text to classify.
 	default:
 		x.rest(part, func(k string) bool { return k == "type" }, role)
+	}
+}
+
+// dataURLs finds the data: URLs of documents under v (see dataURL); its
+// other strings (URLs, IDs, options) are no texts.
+func (x *extractor) dataURLs(v any, role string) {
+	switch t := v.(type) {
+	case string:
+		x.dataURL(t, role, "", true)
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			x.push(k)
+			x.dataURLs(t[k], role)
+			x.pop()
+		}
+	case []any:
+		for i, e := range t {
+			x.push(i)
+			x.dataURLs(e, role)
+			x.pop()
+		}
 	}
 }
 
@@ -479,6 +695,43 @@ func (x *extractor) responsesItem(iv any) {
 	}
 }
 
+// documentSource extracts an Anthropic document block's source: its text,
+// its base64 data (an attachment), its content blocks; a URL or file
+// reference holds no text.
+func (x *extractor) documentSource(src map[string]any, role string) {
+	mt, _ := src["media_type"].(string)
+	switch src["type"] {
+	case "text":
+		x.text(src, "data", role, "document")
+	case "base64":
+		if s, ok := src["data"].(string); ok {
+			x.push("data")
+			data, err := decodeBase64(s)
+			if err != nil {
+				x.fail(err)
+			} else {
+				mt, _, _ = mime.ParseMediaType(mt)
+				x.atts = append(x.atts, Attachment{Path: x.cur(), Role: role, MediaType: mt, Data: data})
+			}
+			x.pop()
+		}
+	case "content":
+		x.content(src, role, "document", x.anthropicBlock)
+	case "url", "file":
+		return
+	default:
+		x.rest(src, func(k string) bool { return k == "type" || k == "media_type" }, role)
+		return
+	}
+	x.rest(src, func(k string) bool {
+		switch k {
+		case "type", "media_type", "data", "content":
+			return true
+		}
+		return false
+	}, role)
+}
+
 func anthropicSkip(k string) bool {
 	switch k {
 	case "messages", "system", "model", "max_tokens", "stream", "temperature", "top_k", "top_p",
@@ -561,9 +814,9 @@ func (x *extractor) anthropicBlock(bv any, role string) {
 	case "image":
 		// Base64 or URL image source: no text.
 	case "document":
-		if src, ok := b["source"].(map[string]any); ok && src["type"] == "text" {
+		if src, ok := b["source"].(map[string]any); ok {
 			x.push("source")
-			x.text(src, "data", role, "document")
+			x.documentSource(src, role)
 			x.pop()
 		}
 		x.rest(b, skipMeta("source"), role)

@@ -135,10 +135,14 @@ func set(root *any, p Path, s string) bool {
 	return false
 }
 
-// extractor collects segments.
+// extractor collects segments, and in requests (attach set) the inline
+// documents; err is the first document that could not be decoded.
 type extractor struct {
-	segs []Segment
-	path Path
+	segs   []Segment
+	path   Path
+	attach bool
+	atts   []Attachment
+	err    error
 }
 
 func (x *extractor) push(e any) { x.path = append(x.path, e) }
@@ -157,10 +161,14 @@ func (x *extractor) text(m map[string]any, k, role, field string) {
 	}
 }
 
-// generic adds every string under v (object keys are not texts).
+// generic adds every string under v (object keys are not texts); in a
+// request, a data: URL of a document is an attachment (see dataURL).
 func (x *extractor) generic(v any, role, field string) {
 	switch t := v.(type) {
 	case string:
+		if x.attach && x.dataURL(t, role, "", false) {
+			return
+		}
 		x.add(role, field, t, false)
 	case map[string]any:
 		for _, k := range sortedKeys(t) {

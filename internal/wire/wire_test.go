@@ -376,6 +376,8 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add("/v1/responses", []byte(`{"input":[{"type":"function_call","arguments":"{}"}]}`))
 	f.Add("/v1/completions", []byte(`{"prompt":["a",["b"]]}`))
 	f.Add("", []byte(`["a",{"b":"c"}]`))
+	f.Add("/v1/messages", []byte(`{"messages":[{"role":"user","content":[{"type":"document","title":"t","source":{"type":"base64","media_type":"text/plain","data":"aGk="}}]}]}`))
+	f.Add("/v1/chat/completions", []byte(`{"messages":[{"role":"user","content":[{"type":"file","file":{"filename":"a.txt","file_data":"data:text/plain,h%69"}}]}],"x":"data:;base64,aGk"}`))
 	f.Fuzz(func(t *testing.T, path string, body []byte) {
 		r, err := ParseRequest(path, body)
 		if err != nil {

@@ -55,8 +55,6 @@ func completion(text string) []byte {
 	return b
 }
 
-const hardEmail = "jean.dupont@acme-corp.fr"
-
 // curlPost posts body to url with an Authorization header through a plain
 // http.Client, which follows redirects (as curl -L does, re-sending the
 // body of a 307 or 308), and returns the status and the body.

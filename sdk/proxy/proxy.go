@@ -478,6 +478,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"status", c.w.status, "duration_ms", time.Since(start).Milliseconds())
 		}
 	}()
+	// Dot-segments and encoded separators are refused here, on the path
+	// as the client sent it (Rewrite joins the decoded path to the
+	// base_url's, which the guard's Transport checks again), so that the
+	// path the guard decides for is the one the upstream serves.
+	if err := sdk.ValidatePath(r.URL); err != nil {
+		writeError(c.w, c.api, http.StatusBadRequest, "invalid_request_error", "invalid_path", "aishield proxy: "+err.Error())
+		return
+	}
 	principal, err := p.principal(r)
 	if err != nil {
 		writeError(c.w, c.api, http.StatusBadRequest, "invalid_request_error", "invalid_principal", err.Error())
