@@ -1,0 +1,556 @@
+package classifiers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Normalisation. A value can be written so that no detector reads it as
+// written: in compatibility forms (fullwidth "ｊｅａｎ＠ａｃｍｅ．ｆｒ",
+// fullwidth digits), split by invisible characters (a zero-width space or
+// a soft hyphen inside an address), percent-encoded
+// ("jean.dupont%40acme-corp.fr"), or base64- or hex-encoded (the values of
+// a Kubernetes Secret, an Authorization: Basic header). Before detection a
+// chunk is read through views:
+//
+//   - the normalised view: NFKC (compatibility forms become their plain
+//     letters and digits) with invisible characters removed (Unicode's
+//     default-ignorable code points: zero-width spaces and joiners, word
+//     joiner, BOM, soft hyphen, bidirectional controls, variation
+//     selectors, tags). The detectors read this view instead of the chunk.
+//   - up to two decoded views (maxDecodePasses): each replaces, in the view
+//     before it, the runs of consecutive %XX triples, the runs of 32 hex
+//     digits or more, and the runs of 16 base64 characters or more
+//     (standard or URL alphabet, padding allowed) that decode to printable
+//     UTF-8 text, by that text. The detectors read each decoded view too,
+//     and keep only the findings that touch a decoded run (the others were
+//     found in the view before). The second pass finds what the first
+//     decoded still encodes (base64 of a percent-encoded address).
+//
+// Every view keeps a map to the text it was built from: bytes it copied
+// map one to one, and each place it changed (a normalised character with
+// the marks that compose with it, a removed invisible character, a decoded
+// run) maps as a whole to the bytes it replaced. A finding's Start and End
+// are mapped through the views back to the chunk: a value that touches a
+// changed place spans all of it, so a value inside a base64 run spans the
+// whole run, and a value with a zero-width space inside spans that space
+// too. Redaction then replaces every byte the value was written with.
+//
+// Most text needs none of it, and pays one pass eight bytes at a time: a
+// view is built only where the chunk holds a byte of 0x80 or more (and then
+// only where the characters change under NFKC or are invisible: accented
+// letters are left as they are), a '%' followed by two hex digits, or a run
+// of 16 bytes that may be base64.
+
+// Encodings a value can be found under (Finding.Encoding).
+const (
+	EncodingPercent = "percent"
+	EncodingHex     = "hex"
+	EncodingBase64  = "base64"
+)
+
+// Kinds of changed places, in increasing precedence when a finding touches
+// several (the outermost decoding is named).
+const (
+	encNone uint8 = iota
+	encNormalised
+	encPercent
+	encHex
+	encBase64
+)
+
+func encodingName(e uint8) string {
+	switch e {
+	case encPercent:
+		return EncodingPercent
+	case encHex:
+		return EncodingHex
+	case encBase64:
+		return EncodingBase64
+	}
+	return ""
+}
+
+// Bounds of candidate decoding.
+const (
+	maxDecodePasses = 2  // decoded views after the normalised one
+	minBase64Run    = 16 // base64 characters (12 decoded bytes)
+	minHexRun       = 32 // hex digits (16 decoded bytes)
+	// A view may grow past its source (NFKC expands some characters,
+	// "ﷺ" to 33 bytes) by at most growBudget times the source plus
+	// growSlack bytes; past that, characters are left as they are.
+	growBudget = 3
+	growSlack  = 4096
+)
+
+// view is a text the detectors read in place of the one it was built
+// from (its parent view's, or the chunk when parent is nil), with the map
+// back to it. segs are the changed places, sorted and disjoint in both
+// texts; outside them bytes map one to one.
+type view struct {
+	text    []byte
+	segs    []vseg
+	srcLen  int
+	parent  *view
+	decoded bool // some seg is a decoded run
+}
+
+// vseg is a changed place: text[vLo:vHi] of the view stands for
+// src[oLo:oHi]. An invisible character removed has vLo == vHi.
+type vseg struct {
+	vLo, vHi, oLo, oHi int
+	enc                uint8
+}
+
+// segAt returns the index of the last seg with vLo <= p, or -1.
+func (v *view) segAt(p int) int {
+	lo, hi := 0, len(v.segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if v.segs[m].vLo <= p {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
+}
+
+// startUp maps the view offset p (< len(text)), a value's first byte, to
+// the source offset where that value starts.
+func (v *view) startUp(p int) int {
+	k := v.segAt(p)
+	if k < 0 {
+		return p
+	}
+	g := &v.segs[k]
+	if p < g.vHi {
+		return g.oLo
+	}
+	return g.oHi + p - g.vHi
+}
+
+// endUp maps the view offset q (> 0), a value's end, to the source offset
+// where that value ends.
+func (v *view) endUp(q int) int {
+	p := q - 1
+	k := v.segAt(p)
+	if k < 0 {
+		return q
+	}
+	g := &v.segs[k]
+	if p < g.vHi {
+		return g.oHi
+	}
+	return g.oHi + p - g.vHi + 1
+}
+
+// boundaryUp maps a position between bytes of the view to one of the
+// source (the start of what follows it).
+func (v *view) boundaryUp(p int) int {
+	if p >= len(v.text) {
+		return v.srcLen
+	}
+	return v.startUp(p)
+}
+
+// down maps the source offset o to the view: where what starts at o is.
+func (v *view) down(o int) int {
+	lo, hi := 0, len(v.segs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if v.segs[m].oLo <= o {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	k := lo - 1
+	if k < 0 {
+		return o
+	}
+	g := &v.segs[k]
+	if o < g.oHi {
+		return g.vLo
+	}
+	return g.vHi + o - g.oHi
+}
+
+// spanUp maps the value text[start:end] of the view to its source, with
+// the highest kind of changed place it touches.
+func (v *view) spanUp(start, end int) (int, int, uint8) {
+	enc := encNone
+	for k := max(0, v.segAt(start)); k < len(v.segs) && v.segs[k].vLo < end; k++ {
+		g := &v.segs[k]
+		if g.vHi > start { // an invisible character removed inside counts
+			enc = max(enc, g.enc)
+		}
+	}
+	return v.startUp(start), v.endUp(end), enc
+}
+
+// touchesDecoded reports whether text[start:end] touches a decoded run.
+func (v *view) touchesDecoded(start, end int) bool {
+	for k := max(0, v.segAt(start)); k < len(v.segs) && v.segs[k].vLo < end; k++ {
+		if g := &v.segs[k]; g.enc >= encPercent && g.vHi > start {
+			return true
+		}
+	}
+	return false
+}
+
+// toRoot maps a value of the view through every view back to the chunk.
+func (v *view) toRoot(start, end int) (int, int, uint8) {
+	enc := encNone
+	for w := v; w != nil; w = w.parent {
+		var e uint8
+		start, end, e = w.spanUp(start, end)
+		enc = max(enc, e)
+	}
+	return start, end, enc
+}
+
+// viewBuilder builds a view of src; nothing is copied until the first
+// change.
+type viewBuilder struct {
+	src     []byte
+	out     []byte
+	segs    []vseg
+	done    int // src[:done] is in out
+	limit   int // out may not grow past it
+	decoded bool
+	scratch []byte
+}
+
+func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
+	if b.out == nil {
+		b.out = make([]byte, 0, len(b.src)+len(b.src)/16+64)
+	}
+	if len(b.out)+(lo-b.done)+len(repl) > b.limit {
+		return false
+	}
+	b.out = append(b.out, b.src[b.done:lo]...)
+	vLo := len(b.out)
+	b.out = append(b.out, repl...)
+	b.segs = append(b.segs, vseg{vLo: vLo, vHi: len(b.out), oLo: lo, oHi: hi, enc: enc})
+	b.done = hi
+	if enc >= encPercent {
+		b.decoded = true
+	}
+	return true
+}
+
+func (b *viewBuilder) view(parent *view) *view {
+	if len(b.segs) == 0 {
+		return nil
+	}
+	b.out = append(b.out, b.src[b.done:]...)
+	return &view{text: b.out, segs: b.segs, srcLen: len(b.src), parent: parent, decoded: b.decoded}
+}
+
+// Word constants of newView's eight-byte steps.
+const (
+	onesBytes = 0x0101010101010101
+	pctBytes  = '%' * onesBytes
+)
+
+// newView returns the view of src (itself a view's text, parent, or the
+// chunk) that normalise and decode ask for, or nil when it would not
+// differ from src.
+func newView(src []byte, parent *view, normalise, decode bool) *view {
+	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	n := len(src)
+	for i := 0; i < n; {
+		if i+8 <= n {
+			x := binary.LittleEndian.Uint64(src[i:])
+			high := x & hiBits
+			var pct uint64
+			run := false
+			if decode {
+				pct = zeroBytes(x ^ pctBytes)
+				// Every byte in 0x2B..0x7A (no high bit, so no carry):
+				// a run of 16 base64 characters holds such a word.
+				run = high == 0 && (x+0x5555555555555555)&hiBits == hiBits && (x+0x0505050505050505)&hiBits == 0
+			}
+			if !normalise {
+				high = 0
+			}
+			if m := high | pct; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+			} else if run {
+				i = b.run(i)
+				continue
+			} else {
+				i += 8
+				continue
+			}
+		}
+		c := src[i]
+		switch {
+		case c >= utf8.RuneSelf && normalise:
+			i = b.nonASCII(i)
+		case c == '%' && decode:
+			i = b.percent(i)
+		default:
+			i++
+		}
+	}
+	return b.view(parent)
+}
+
+// nonASCII normalises the characters from src[i] (a byte of 0x80 or more)
+// to the next ASCII byte, and returns where it stopped.
+func (b *viewBuilder) nonASCII(i int) int {
+	src := b.src
+	hi := i
+	for hi < len(src) && src[hi] >= utf8.RuneSelf {
+		hi++
+	}
+	if stableRunes(src[i:hi]) {
+		return hi
+	}
+	// From the character before (a mark composes with it).
+	lo := i
+	if lo > b.done {
+		lo--
+		for lo > b.done && src[lo] >= utf8.RuneSelf && !utf8.RuneStart(src[lo]) {
+			lo--
+		}
+	}
+	region := src[lo:hi]
+	if norm.NFKC.QuickSpan(region) == len(region) && !hasIgnorable(region) {
+		return hi
+	}
+	for p := lo; p < hi; {
+		q := p + norm.NFKC.NextBoundary(region[p-lo:], true)
+		if q <= p {
+			q = hi
+		}
+		seg := src[p:q]
+		b.scratch = dropIgnorable(norm.NFKC.Append(b.scratch[:0], seg...))
+		if !bytes.Equal(b.scratch, seg) && !b.replace(p, q, b.scratch, encNormalised) {
+			return len(src) // past the growth bound: the rest as it is
+		}
+		p = q
+	}
+	return hi
+}
+
+// stableRunes reports, cheaply, whether every character of s (bytes of
+// 0x80 or more) is one that NFKC leaves alone, that no mark follows, and
+// that is not invisible: Latin-1 letters and the common typographic
+// punctuation. Anything else goes to the full check.
+func stableRunes(s []byte) bool {
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		switch {
+		case r >= 0xC0 && r <= 0x17F && r != 0x132 && r != 0x133 && r != 0x13F && r != 0x140 && r != 0x149 && r != 0x17F:
+		case r >= 0x2013 && r <= 0x201E && r != 0x2017: // dashes, quotes
+		case r == 0x20AC || r == 0xAB || r == 0xBB || r == 0xA7 || r == 0xB0 || r == 0xA9 || r == 0xAE:
+		default:
+			return false
+		}
+		s = s[size:]
+	}
+	return true
+}
+
+// isIgnorable reports Unicode's default-ignorable code points: characters
+// that render as nothing (zero-width space, joiners, word joiner, BOM,
+// soft hyphen, bidirectional controls, variation selectors, tags).
+func isIgnorable(r rune) bool {
+	switch {
+	case r == 0xAD, r == 0x34F, r == 0x61C, r == 0x115F, r == 0x1160, r == 0x17B4, r == 0x17B5, r == 0x3164, r == 0xFEFF, r == 0xFFA0:
+		return true
+	case r >= 0x180B && r <= 0x180F, r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2060 && r <= 0x206F,
+		r >= 0xFE00 && r <= 0xFE0F, r >= 0xFFF0 && r <= 0xFFF8, r >= 0x1BCA0 && r <= 0x1BCA3, r >= 0x1D173 && r <= 0x1D17A,
+		r >= 0xE0000 && r <= 0xE0FFF:
+		return true
+	}
+	return false
+}
+
+func hasIgnorable(s []byte) bool {
+	for len(s) > 0 {
+		r, size := utf8.DecodeRune(s)
+		if isIgnorable(r) {
+			return true
+		}
+		s = s[size:]
+	}
+	return false
+}
+
+// dropIgnorable removes the default-ignorable characters of s in place.
+func dropIgnorable(s []byte) []byte {
+	out := s[:0]
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRune(s[i:])
+		if !isIgnorable(r) {
+			out = append(out, s[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
+// percent decodes the run of %XX triples at src[i] when it decodes to
+// printable UTF-8, and returns where it stopped.
+func (b *viewBuilder) percent(i int) int {
+	src := b.src
+	j := i
+	for j+2 < len(src) && src[j] == '%' && isHex(src[j+1]) && isHex(src[j+2]) {
+		j += 3
+	}
+	if j == i {
+		return i + 1
+	}
+	dec := b.scratch[:0]
+	for k := i; k < j; k += 3 {
+		dec = append(dec, unhex(src[k+1])<<4|unhex(src[k+2]))
+	}
+	b.scratch = dec
+	if printableText(dec) {
+		b.replace(i, j, dec, encPercent)
+	}
+	return j
+}
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c | 0x20 - 'a' + 10
+}
+
+// isEncodedByte reports the bytes of a base64 run, either alphabet.
+func isEncodedByte(c byte) bool { return isAlnum(c) || c == '+' || c == '/' || c == '-' || c == '_' }
+
+// run decodes the hex or base64 run around src[i] (which starts a word of
+// bytes that may all be base64) when it decodes to printable UTF-8, and
+// returns where the run ends.
+func (b *viewBuilder) run(i int) int {
+	src := b.src
+	lo := i
+	for lo > b.done && isEncodedByte(src[lo-1]) {
+		lo--
+	}
+	hi := i
+	for hi < len(src) && isEncodedByte(src[hi]) {
+		hi++
+	}
+	if hi == i {
+		return i + 1
+	}
+	if hi-lo < minBase64Run {
+		return hi
+	}
+	r := src[lo:hi]
+	if len(r) >= minHexRun && len(r)%2 == 0 && allHex(r) {
+		dec := b.scratch[:0]
+		for k := 0; k < len(r); k += 2 {
+			dec = append(dec, unhex(r[k])<<4|unhex(r[k+1]))
+		}
+		b.scratch = dec
+		if printableText(dec) {
+			b.replace(lo, hi, dec, encHex)
+			return hi
+		}
+	}
+	end := hi
+	for end < len(src) && end-hi < 2 && src[end] == '=' {
+		end++
+	}
+	if len(r)%4 == 1 {
+		return hi // not a whole number of bytes
+	}
+	// The head first: most long runs (images, keys, compressed data) are
+	// binary, and say so in their first bytes.
+	head := r[:min(len(r), 64)&^3]
+	if len(head) == len(r) {
+		head = r
+	}
+	b.scratch = decodeBase64(b.scratch[:0], head)
+	if !printableText(b.scratch) {
+		return end
+	}
+	if len(head) < len(r) {
+		b.scratch = decodeBase64(b.scratch[:0], r)
+		if !printableText(b.scratch) {
+			return end
+		}
+	}
+	b.replace(lo, end, b.scratch, encBase64)
+	return end
+}
+
+// decodeBase64 appends to dst the bytes base64 s (without padding, either
+// alphabet, or both) encodes; s must not have a length of 4n+1.
+func decodeBase64(dst, s []byte) []byte {
+	var q [4]byte
+	for len(s) > 0 {
+		k := copy(q[:], s)
+		for j := 0; j < k; j++ {
+			q[j] = base64Value(q[j])
+		}
+		v := uint32(q[0])<<18 | uint32(q[1])<<12
+		if k > 2 {
+			v |= uint32(q[2]) << 6
+		}
+		if k > 3 {
+			v |= uint32(q[3])
+		}
+		dst = append(dst, byte(v>>16))
+		if k > 2 {
+			dst = append(dst, byte(v>>8))
+		}
+		if k > 3 {
+			dst = append(dst, byte(v))
+		}
+		s = s[k:]
+	}
+	return dst
+}
+
+func base64Value(c byte) byte {
+	switch {
+	case c >= 'A' && c <= 'Z':
+		return c - 'A'
+	case c >= 'a' && c <= 'z':
+		return c - 'a' + 26
+	case c >= '0' && c <= '9':
+		return c - '0' + 52
+	case c == '+' || c == '-':
+		return 62
+	}
+	return 63 // '/' or '_'
+}
+
+// printableText reports whether b is UTF-8 text: valid, with no control
+// character but tab, line feed and carriage return.
+func printableText(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7F {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 || !unicode.IsGraphic(r) && !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
+			return false
+		}
+		i += size
+	}
+	return true
+}
