@@ -120,7 +120,7 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 // overlaps are resolved. part records the normalised view's offsets and
 // the view itself.
 func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, part *partialScan) ([]Finding, error) {
-	nv := newView(text, nil, true, false)
+	nv, cands := normaliseChunk(text)
 	vt := text
 	if nv != nil {
 		vt = nv.text
@@ -141,7 +141,9 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 			r.start, r.end, r.enc = int32(start), int32(end), enc
 		}
 	}
-	s.scanDecoded(st, vt, nv, part)
+	if cands != nil {
+		s.scanDecoded(st, vt, nv, cands, part)
+	}
 	return s.finishChunk(st, text, acceptLo, acceptHi, pos, base)
 }
 
@@ -149,10 +151,15 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 // normalised view nv's text, or the chunk) and adds to st the findings that
 // touch a decoded run, mapped back to the chunk (and to nv's offsets in
 // part).
-func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, part *partialScan) {
+func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, part *partialScan) {
 	parent := nv
 	for pass := 1; pass <= maxDecodePasses; pass++ {
-		dv := newView(vt, parent, pass > 1, true)
+		var dv *view
+		if pass == 1 {
+			dv = decodeCands(vt, parent, cands)
+		} else {
+			dv = newView(vt, parent, true, true)
+		}
 		if dv == nil || !dv.decoded {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -264,43 +265,304 @@ const (
 // differ from src.
 func newView(src []byte, parent *view, normalise, decode bool) *view {
 	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	b.walk(normalise, decode, nil)
+	return b.view(parent)
+}
+
+// normaliseChunk returns the normalised view of a chunk (nil when it is
+// the chunk itself) and where in that view decoding may apply (nil when
+// nowhere). It is the cost every chunk pays, so it reads sixteen bytes at
+// a time past what needs nothing: ASCII words that are not all in
+// 0x2B..0x7A (a run of 16 base64 or hex characters holds such a word, and
+// prose has a space or a sign in nearly every word), and words whose
+// bytes of 0x80 or more are Latin-1 letters.
+func normaliseChunk(src []byte) (*view, []cand) {
+	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	var cands []cand
 	n := len(src)
+	floor := 0 // runs are not looked for before it
+	inRange := func(c byte) bool { return c >= 0x2B && c <= 0x7A }
+	pct := func(i int) {
+		if i+2 < n && isHex(src[i+1]) && isHex(src[i+2]) {
+			cands = append(cands, cand{at: i, pct: true})
+		}
+	}
+	// The '%' bytes apart, with bytes.IndexByte (vectorised).
+	for i := 0; ; i++ {
+		k := bytes.IndexByte(src[i:], '%')
+		if k < 0 {
+			break
+		}
+		i += k
+		pct(i)
+	}
 	for i := 0; i < n; {
-		if i+8 <= n {
-			x := binary.LittleEndian.Uint64(src[i:])
-			high := x & hiBits
-			var pct uint64
-			run := false
-			if decode {
-				pct = zeroBytes(x ^ pctBytes)
-				// Every byte in 0x2B..0x7A (no high bit, so no carry):
-				// a run of 16 base64 characters holds such a word.
-				run = high == 0 && (x+0x5555555555555555)&hiBits == hiBits && (x+0x0505050505050505)&hiBits == 0
-			}
-			if !normalise {
-				high = 0
-			}
-			if m := high | pct; m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-			} else if run {
-				i = b.run(i)
-				continue
-			} else {
-				i += 8
+		if i+16 <= n {
+			x0 := binary.LittleEndian.Uint64(src[i:])
+			x1 := binary.LittleEndian.Uint64(src[i+8:])
+			a0 := (x0 + 0x5555555555555555) &^ (x0 + 0x0505050505050505) &^ x0 & hiBits
+			a1 := (x1 + 0x5555555555555555) &^ (x1 + 0x0505050505050505) &^ x1 & hiBits
+			if a0 != hiBits && a1 != hiBits && ((x0|x1)&hiBits == 0 || latin1Word(x0) && latin1Word(x1)) {
+				i += 16
 				continue
 			}
 		}
-		c := src[i]
-		switch {
-		case c >= utf8.RuneSelf && normalise:
-			i = b.nonASCII(i)
-		case c == '%' && decode:
-			i = b.percent(i)
-		default:
-			i++
+		end := min(i+8, n)
+		if end-i == 8 {
+			w := i
+			x := binary.LittleEndian.Uint64(src[w:])
+			m := x & hiBits
+			if m == 0 {
+				if (x+0x5555555555555555)&^(x+0x0505050505050505)&^x&hiBits != hiBits {
+					i += 8
+					continue
+				}
+				// A word of bytes in range: the run around it.
+				lo, hi := w, w+8
+				for lo > floor && inRange(src[lo-1]) {
+					lo--
+				}
+				for hi < n && inRange(src[hi]) {
+					hi++
+				}
+				if hi-lo >= minBase64Run && encodedStreak(src[lo:hi]) {
+					cands = append(cands, cand{at: lo})
+				}
+				i, floor = hi, hi
+				continue
+			}
+			if m&0x8000000000000000 == 0 {
+				// Its bytes of 0x80 or more, by their bits: a Latin-1
+				// letter (0xC3, a continuation byte) before an ASCII
+				// byte of the word needs nothing.
+				for m != 0 {
+					k := bits.TrailingZeros64(m) >> 3
+					if w+k+2 >= n || src[w+k] != 0xC3 || src[w+k+1] >= 0xC0 || src[w+k+2] >= utf8.RuneSelf {
+						break
+					}
+					m &^= 0x8080 << (8 * k)
+				}
+				if m == 0 {
+					i += 8
+					floor = i
+					continue
+				}
+			}
+		}
+		// A word with a byte of 0x80 or more, or the last bytes.
+		for i < end {
+			c := src[i]
+			switch {
+			case c < utf8.RuneSelf:
+				i++
+				if inRange(c) && i == n {
+					lo := i
+					for lo > floor && inRange(src[lo-1]) {
+						lo--
+					}
+					if n-lo >= minBase64Run && encodedStreak(src[lo:]) {
+						cands = append(cands, cand{at: lo})
+					}
+				}
+			case c == 0xC3 && i+2 < n && src[i+1] < 0xC0 && src[i+2] < utf8.RuneSelf:
+				i += 2 // a Latin-1 letter before ASCII, the usual case
+				floor = i
+			default:
+				i = b.nonASCII(i)
+				floor = i
+			}
+		}
+	}
+	// The '%' were listed first.
+	if !slices.IsSortedFunc(cands, func(a, b cand) int { return a.at - b.at }) {
+		slices.SortFunc(cands, func(a, b cand) int { return a.at - b.at })
+	}
+	v := b.view(nil)
+	if v != nil {
+		for i := range cands {
+			cands[i].at = v.down(cands[i].at) // ASCII: copied as it is
+		}
+	}
+	return v, cands
+}
+
+// latin1Word reports whether the bytes of 0x80 or more of x (little
+// endian) are all Latin-1 letters (U+00C0..U+00FF: 0xC3 and a continuation
+// byte, both in x), which NFKC leaves alone and which no mark can follow
+// in x (a mark's bytes are neither): the word needs no normalisation.
+func latin1Word(x uint64) bool {
+	h := x & hiBits
+	lead := zeroBytes(x ^ 0xC3C3C3C3C3C3C3C3)
+	cont := h &^ (x << 1) // 10xxxxxx
+	return h == lead|cont && cont == lead<<8 && lead>>56 == 0
+}
+
+// decodeCands returns the decoded view of src at the places normaliseChunk
+// listed, or nil.
+func decodeCands(src []byte, parent *view, cands []cand) *view {
+	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	for _, c := range cands {
+		if c.at < b.done {
+			continue
+		}
+		if c.pct {
+			b.percent(c.at)
+		} else {
+			b.ranged(c.at)
 		}
 	}
 	return b.view(parent)
+}
+
+// cand is a place decoding may apply: a '%' before two hex digits, or the
+// start of a run of 16 bytes or more in 0x2B..0x7A (where base64 and hex
+// runs lie).
+type cand struct {
+	at  int
+	pct bool
+}
+
+// walk reads src once, eight bytes at a time past plain ASCII: with
+// normalise, it normalises what NFKC changes and removes invisible
+// characters; with decode, it decodes percent, hex and base64 runs; with
+// cands not nil, it lists where decoding may apply instead. A run of 16
+// base64 characters is found without reading it byte by byte: per word,
+// a mask of the bytes in 0x2B..0x7A (no carry crosses bytes), and the
+// count of such bytes that ended the words before.
+func (b *viewBuilder) walk(normalise, decode bool, cands *[]cand) {
+	src := b.src
+	n := len(src)
+	look := decode || cands != nil
+	carry := 0 // bytes in 0x2B..0x7A just before i
+	ranged := func(at int) int {
+		if cands != nil {
+			*cands = append(*cands, cand{at: at})
+			return rangeEnd(src, at)
+		}
+		return b.ranged(at)
+	}
+	for i := 0; i < n; {
+		if i+8 <= n {
+			x := binary.LittleEndian.Uint64(src[i:])
+			var m uint64
+			if normalise {
+				m = x & hiBits
+			}
+			if look {
+				m |= zeroBytes(x ^ pctBytes)
+				inr := (x + 0x5555555555555555) &^ (x + 0x0505050505050505) &^ x & hiBits
+				if inr == hiBits {
+					carry += 8
+					i += 8
+					continue
+				}
+				out := ^inr & hiBits
+				if carry+bits.TrailingZeros64(out)>>3 >= minBase64Run {
+					i, carry = ranged(i-carry), 0
+					continue
+				}
+				carry = bits.LeadingZeros64(out) >> 3
+			}
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+			carry = 0
+		}
+		c := src[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			carry = 0
+			if !normalise {
+				i++
+				continue
+			}
+			// Latin-1 letters before ASCII, the usual case, at once.
+			if c == 0xC3 && i+2 < n && src[i+1] < 0xC0 && src[i+2] < utf8.RuneSelf {
+				i += 2
+				continue
+			}
+			i = b.nonASCII(i)
+		case c == '%' && look:
+			carry = 0
+			if i+2 < n && isHex(src[i+1]) && isHex(src[i+2]) {
+				if cands != nil {
+					*cands = append(*cands, cand{at: i, pct: true})
+					i += 3
+					continue
+				}
+				i = b.percent(i)
+				continue
+			}
+			i++
+		case look && c >= 0x2B && c <= 0x7A:
+			carry++
+			i++
+			if i == n || src[i] < 0x2B || src[i] > 0x7A {
+				if carry >= minBase64Run {
+					ranged(i - carry)
+				}
+				carry = 0
+			}
+		default:
+			carry = 0
+			i++
+		}
+	}
+}
+
+// encodedStreak reports whether r holds minBase64Run bytes in a row of
+// one base64 alphabet (a path such as "/doc/effective_go" mixes them).
+func encodedStreak(r []byte) bool {
+	std, url := 0, 0
+	for _, c := range r {
+		switch {
+		case isAlnum(c):
+			std++
+			url++
+		case c == '+' || c == '/':
+			std, url = std+1, 0
+		case c == '-' || c == '_':
+			std, url = 0, url+1
+		default:
+			std, url = 0, 0
+		}
+		if std >= minBase64Run || url >= minBase64Run {
+			return true
+		}
+	}
+	return false
+}
+
+// rangeEnd returns where the run of bytes in 0x2B..0x7A at src[at] ends.
+func rangeEnd(src []byte, at int) int {
+	for at < len(src) && src[at] >= 0x2B && src[at] <= 0x7A {
+		at++
+	}
+	return at
+}
+
+// ranged decodes the base64 and hex runs of 16 bytes or more in the run
+// of bytes in 0x2B..0x7A at src[at], and returns where that run ends.
+func (b *viewBuilder) ranged(at int) int {
+	src := b.src
+	e := rangeEnd(src, at)
+	for p := at; p < e; {
+		if !isEncodedByte(src[p]) {
+			p++
+			continue
+		}
+		q := p
+		for q < e && isEncodedByte(src[q]) {
+			q++
+		}
+		if q-p >= minBase64Run && p >= b.done {
+			q = max(q, b.run(p))
+		}
+		p = q
+	}
+	return e
 }
 
 // nonASCII normalises the characters from src[i] (a byte of 0x80 or more)
@@ -466,8 +728,8 @@ func (b *viewBuilder) run(i int) int {
 	for end < len(src) && end-hi < 2 && src[end] == '=' {
 		end++
 	}
-	if len(r)%4 == 1 {
-		return hi // not a whole number of bytes
+	if len(r)%4 == 1 || mixedAlphabets(r) {
+		return hi // not a whole number of bytes, or not base64
 	}
 	// The head first: most long runs (images, keys, compressed data) are
 	// binary, and say so in their first bytes.
@@ -487,6 +749,17 @@ func (b *viewBuilder) run(i int) int {
 	}
 	b.replace(lo, end, b.scratch, encBase64)
 	return end
+}
+
+// mixedAlphabets reports whether r holds bytes of both base64 alphabets'
+// own ('+' or '/', and '-' or '_').
+func mixedAlphabets(r []byte) bool {
+	var std, url bool
+	for _, c := range r {
+		std = std || c == '+' || c == '/'
+		url = url || c == '-' || c == '_'
+	}
+	return std && url
 }
 
 // decodeBase64 appends to dst the bytes base64 s (without padding, either
