@@ -158,43 +158,67 @@ func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, 
 		if pass == 1 {
 			dv = decodeCands(vt, parent, cands)
 		} else {
-			dv = newView(vt, parent, true, true)
+			dv = redecode(parent)
 		}
 		if dv == nil || !dv.decoded {
 			return
 		}
-		ds := s.getState(st.ctx, dv.text, 0, len(dv.text))
-		s.detect(ds, nil)
-		if st.err == nil {
-			st.err = ds.err
-		}
-		for _, r := range ds.out {
-			if !dv.touchesDecoded(int(r.start), int(r.end)) {
-				continue // found in the view before
+		// The detectors read the decoded runs with decodedReach bytes
+		// around each (the context words before a value, a Secret's
+		// key names), not the whole chunk again.
+		var ws []span
+		for _, g := range dv.segs {
+			if g.enc < encPercent {
+				continue
 			}
-			if part != nil {
-				// Up to the normalised view, where ScanPartial settles.
-				a, b := int(r.start), int(r.end)
-				for w := dv; w != nv; w = w.parent {
-					a, b, _ = w.spanUp(a, b)
+			w := span{max(0, g.vLo-decodedReach), min(len(dv.text), g.vHi+decodedReach)}
+			if k := len(ws); k > 0 && w.lo <= ws[k-1].hi {
+				ws[k-1].hi = max(ws[k-1].hi, w.hi)
+			} else {
+				ws = append(ws, w)
+			}
+		}
+		for _, w := range ws {
+			ds := s.getState(st.ctx, dv.text[w.lo:w.hi], 0, w.hi-w.lo)
+			s.detect(ds, nil)
+			if st.err == nil {
+				st.err = ds.err
+			}
+			for _, r := range ds.out {
+				a, b := int(r.start)+w.lo, int(r.end)+w.lo
+				if !dv.touchesDecoded(a, b) {
+					continue // found in the view before
 				}
-				part.spans = append(part.spans, rawSpan{a, b, r.who})
+				if part != nil {
+					// Up to the normalised view, where ScanPartial
+					// settles.
+					pa, pb := a, b
+					for v := dv; v != nv; v = v.parent {
+						pa, pb, _ = v.spanUp(pa, pb)
+					}
+					part.spans = append(part.spans, rawSpan{pa, pb, r.who})
+				}
+				start, end, enc := dv.toRoot(a, b)
+				c := r
+				c.start, c.end, c.enc = int32(start), int32(end), enc
+				c.pLo = int32(len(st.arena))
+				st.arena = append(st.arena, ds.arena[r.pLo:r.pHi]...)
+				c.pHi = int32(len(st.arena))
+				c.nLo = int32(len(st.norms))
+				st.norms = append(st.norms, ds.norms[r.nLo:r.nHi]...)
+				c.nHi = int32(len(st.norms))
+				st.out = append(st.out, c)
 			}
-			start, end, enc := dv.toRoot(int(r.start), int(r.end))
-			c := r
-			c.start, c.end, c.enc = int32(start), int32(end), enc
-			c.pLo = int32(len(st.arena))
-			st.arena = append(st.arena, ds.arena[r.pLo:r.pHi]...)
-			c.pHi = int32(len(st.arena))
-			c.nLo = int32(len(st.norms))
-			st.norms = append(st.norms, ds.norms[r.nLo:r.nHi]...)
-			c.nHi = int32(len(st.norms))
-			st.out = append(st.out, c)
+			s.putState(ds)
 		}
-		s.putState(ds)
 		parent, vt = dv, dv.text
 	}
 }
+
+// decodedReach is how far around a decoded run the detectors read a
+// decoded view: more than the longest context a detector reads before or
+// after a value (a service account's 3000 bytes).
+const decodedReach = 4096
 
 // detect runs the prefilter and every triggered detector over st.text and
 // leaves their findings in st.out (in st.text's offsets, overlaps not

@@ -234,10 +234,14 @@ func TestHardening05Base64(t *testing.T) {
 	text = "state=" + u + "&next=/"
 	want05(t, s, text, scan05(t, s, text), "pii.email", u, EncodingBase64, addr05)
 
-	// Encoded twice over: base64 of a percent-encoded address.
+	// Encoded twice over: base64 of a percent-encoded address, and base64
+	// of base64 (the inner run ends where the decoded text does).
 	nested := b64([]byte("contact=jean.dupont%40acme-corp.fr"))
 	text = "payload: " + nested
 	want05(t, s, text, scan05(t, s, text), "pii.email", nested, EncodingBase64, addr05)
+	twice := b64([]byte(eMail))
+	text = "payload: " + twice + "\n"
+	want05(t, s, text, scan05(t, s, text), "pii.email", twice, EncodingBase64, addr05)
 }
 
 func TestHardening05Hex(t *testing.T) {

@@ -265,7 +265,20 @@ const (
 // differ from src.
 func newView(src []byte, parent *view, normalise, decode bool) *view {
 	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
-	b.walk(normalise, decode, nil)
+	b.walk(normalise, decode, 0, len(src))
+	return b.view(parent)
+}
+
+// redecode returns the view of parent's text that normalises and decodes
+// again what parent decoded (its decoded runs' bytes), or nil.
+func redecode(parent *view) *view {
+	src := parent.text
+	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	for _, g := range parent.segs {
+		if g.enc >= encPercent && g.vLo >= b.done {
+			b.walk(true, true, g.vLo, g.vHi)
+		}
+	}
 	return b.view(parent)
 }
 
@@ -422,33 +435,25 @@ type cand struct {
 	pct bool
 }
 
-// walk reads src once, eight bytes at a time past plain ASCII: with
+// walk reads src[from:to], eight bytes at a time past plain ASCII: with
 // normalise, it normalises what NFKC changes and removes invisible
-// characters; with decode, it decodes percent, hex and base64 runs; with
-// cands not nil, it lists where decoding may apply instead. A run of 16
-// base64 characters is found without reading it byte by byte: per word,
-// a mask of the bytes in 0x2B..0x7A (no carry crosses bytes), and the
-// count of such bytes that ended the words before.
-func (b *viewBuilder) walk(normalise, decode bool, cands *[]cand) {
+// characters; with decode, it decodes percent, hex and base64 runs. A run
+// of 16 base64 characters is found without reading it byte by byte: per
+// word, a mask of the bytes in 0x2B..0x7A (no carry crosses bytes), and
+// the count of such bytes that ended the words before.
+func (b *viewBuilder) walk(normalise, decode bool, from, to int) {
 	src := b.src
 	n := len(src)
-	look := decode || cands != nil
 	carry := 0 // bytes in 0x2B..0x7A just before i
-	ranged := func(at int) int {
-		if cands != nil {
-			*cands = append(*cands, cand{at: at})
-			return rangeEnd(src, at)
-		}
-		return b.ranged(at)
-	}
-	for i := 0; i < n; {
-		if i+8 <= n {
+	i := from
+	for i < to {
+		if i+8 <= to {
 			x := binary.LittleEndian.Uint64(src[i:])
 			var m uint64
 			if normalise {
 				m = x & hiBits
 			}
-			if look {
+			if decode {
 				m |= zeroBytes(x ^ pctBytes)
 				inr := (x + 0x5555555555555555) &^ (x + 0x0505050505050505) &^ x & hiBits
 				if inr == hiBits {
@@ -458,7 +463,7 @@ func (b *viewBuilder) walk(normalise, decode bool, cands *[]cand) {
 				}
 				out := ^inr & hiBits
 				if carry+bits.TrailingZeros64(out)>>3 >= minBase64Run {
-					i, carry = ranged(i-carry), 0
+					i, carry = b.ranged(i-carry), 0
 					continue
 				}
 				carry = bits.LeadingZeros64(out) >> 3
@@ -484,24 +489,15 @@ func (b *viewBuilder) walk(normalise, decode bool, cands *[]cand) {
 				continue
 			}
 			i = b.nonASCII(i)
-		case c == '%' && look:
+		case c == '%' && decode:
 			carry = 0
-			if i+2 < n && isHex(src[i+1]) && isHex(src[i+2]) {
-				if cands != nil {
-					*cands = append(*cands, cand{at: i, pct: true})
-					i += 3
-					continue
-				}
-				i = b.percent(i)
-				continue
-			}
-			i++
-		case look && c >= 0x2B && c <= 0x7A:
+			i = b.percent(i)
+		case decode && c >= 0x2B && c <= 0x7A:
 			carry++
 			i++
-			if i == n || src[i] < 0x2B || src[i] > 0x7A {
+			if i < to && (src[i] < 0x2B || src[i] > 0x7A) {
 				if carry >= minBase64Run {
-					ranged(i - carry)
+					i = b.ranged(i - carry)
 				}
 				carry = 0
 			}
@@ -509,6 +505,9 @@ func (b *viewBuilder) walk(normalise, decode bool, cands *[]cand) {
 			carry = 0
 			i++
 		}
+	}
+	if carry >= minBase64Run {
+		b.ranged(i - carry)
 	}
 }
 
