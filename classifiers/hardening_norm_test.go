@@ -393,8 +393,11 @@ func FuzzNormalise(f *testing.F) {
 				}
 			}
 		}
-		nv := newView(src, nil, true, false)
+		nv, cands := normaliseChunk(src)
 		check(nv, src)
+		if full := newView(src, nil, true, false); (full == nil) != (nv == nil) || nv != nil && !bytes.Equal(full.text, nv.text) {
+			t.Fatal("normaliseChunk and the full walk disagree")
+		}
 		vt := src
 		if nv != nil {
 			vt = nv.text
@@ -406,7 +409,15 @@ func FuzzNormalise(f *testing.F) {
 		}
 		parent := nv
 		for pass := 1; pass <= maxDecodePasses; pass++ {
-			dv := newView(vt, parent, pass > 1, true)
+			var dv *view
+			if pass == 1 {
+				dv = decodeCands(vt, parent, cands)
+				if full := newView(vt, parent, false, true); (full == nil) != (dv == nil) || dv != nil && !bytes.Equal(full.text, dv.text) {
+					t.Fatal("the listed places and the full walk decode differently")
+				}
+			} else if parent != nil && parent.decoded {
+				dv = redecode(parent)
+			}
 			check(dv, vt)
 			if dv == nil {
 				break

@@ -414,14 +414,15 @@ func latin1Word(x uint64) bool {
 // listed, or nil.
 func decodeCands(src []byte, parent *view, cands []cand) *view {
 	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	next := 0 // the end of the last run read: a '%' inside it was read with it
 	for _, c := range cands {
-		if c.at < b.done {
-			continue
-		}
-		if c.pct {
-			b.percent(c.at)
-		} else {
-			b.ranged(c.at)
+		switch {
+		case c.pct && c.at >= next:
+			next = b.percent(c.at)
+		case !c.pct:
+			// A run that a percent run's hex digits began is read from
+			// where that one ended.
+			next = max(next, b.ranged(max(c.at, next)))
 		}
 	}
 	return b.view(parent)
