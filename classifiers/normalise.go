@@ -477,6 +477,9 @@ func (b *viewBuilder) walk(normalise, decode bool, from, to int) {
 			carry = 0
 		}
 		c := src[i]
+		if carry >= minBase64Run && (c < 0x2B || c > 0x7A) {
+			b.ranged(i - carry) // a run that ended at a word's end
+		}
 		switch {
 		case c >= utf8.RuneSelf:
 			carry = 0
@@ -576,50 +579,127 @@ func (b *viewBuilder) nonASCII(i int) int {
 	if stableRunes(src[i:hi]) {
 		return hi
 	}
-	// From the character before (a mark composes with it).
-	lo := i
-	if lo > b.done {
-		lo--
-		for lo > b.done && src[lo] >= utf8.RuneSelf && !utf8.RuneStart(src[lo]) {
-			lo--
+	// Character by character: those NFKC leaves alone (by stableRune,
+	// else by their properties: no decomposition, nothing to combine with
+	// on the left, not invisible) are passed; at any other, the segment
+	// it belongs to (from the character before when it combines with it)
+	// is normalised.
+	prev := -1 // where the character before p starts, when in this run
+	if i > b.done {
+		prev = i - 1
+	}
+	for p := i; p < hi; {
+		r, size := utf8.DecodeRune(src[p:hi])
+		if stableRune(r) {
+			prev, p = p, p+size
+			continue
 		}
-	}
-	region := src[lo:hi]
-	if norm.NFKC.QuickSpan(region) == len(region) && !hasIgnorable(region) {
-		return hi
-	}
-	for p := lo; p < hi; {
-		q := p + norm.NFKC.NextBoundary(region[p-lo:], true)
+		props := norm.NFKC.Properties(src[p:hi])
+		if props.Decomposition() == nil && props.BoundaryBefore() && !isIgnorable(r) {
+			prev, p = p, p+size
+			continue
+		}
+		start := p
+		if prev >= b.done && !props.BoundaryBefore() {
+			start = prev
+		}
+		q := start + norm.NFKC.NextBoundary(src[start:hi], true)
 		if q <= p {
-			q = hi
+			q = p + size
 		}
-		seg := src[p:q]
+		seg := src[start:q]
 		b.scratch = dropIgnorable(norm.NFKC.Append(b.scratch[:0], seg...))
-		if !bytes.Equal(b.scratch, seg) && !b.replace(p, q, b.scratch, encNormalised) {
+		if !bytes.Equal(b.scratch, seg) && !b.replace(start, q, b.scratch, encNormalised) {
 			return len(src) // past the growth bound: the rest as it is
 		}
-		p = q
+		prev, p = -1, q
 	}
 	return hi
 }
 
+// ignorableAt returns where the first invisible character of s starts,
+// or -1. Only a few lead bytes can start one (isIgnorable's ranges).
+func ignorableAt(s []byte) int {
+	for i := 0; i < len(s); {
+		switch s[i] {
+		case 0xC2, 0xCD, 0xD8, 0xE1, 0xE2, 0xE3, 0xEF, 0xF0, 0xF3:
+			r, size := utf8.DecodeRune(s[i:])
+			if isIgnorable(r) {
+				return i
+			}
+			i += size
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
 // stableRunes reports, cheaply, whether every character of s (bytes of
 // 0x80 or more) is one that NFKC leaves alone, that no mark follows, and
-// that is not invisible: Latin-1 letters and the common typographic
-// punctuation. Anything else goes to the full check.
+// that is not invisible: the letters of the Latin, Greek, Cyrillic,
+// Armenian, Hebrew, Arabic, Devanagari and Thai alphabets, CJK ideographs,
+// kana and Hangul syllables, and the common typographic punctuation
+// (TestStableRunes checks every one against NFKC). Anything else goes to
+// the full check.
 func stableRunes(s []byte) bool {
-	for len(s) > 0 {
-		r, size := utf8.DecodeRune(s)
-		switch {
-		case r >= 0xC0 && r <= 0x17F && r != 0x132 && r != 0x133 && r != 0x13F && r != 0x140 && r != 0x149 && r != 0x17F:
-		case r >= 0x2013 && r <= 0x201E && r != 0x2017: // dashes, quotes
-		case r == 0x20AC || r == 0xAB || r == 0xBB || r == 0xA7 || r == 0xB0 || r == 0xA9 || r == 0xAE:
-		default:
+	for i := 0; i < len(s); {
+		var r rune
+		if c := s[i]; c >= 0xC2 && c < 0xE0 && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+			r = rune(c&0x1F)<<6 | rune(s[i+1]&0x3F)
+			i += 2
+		} else {
+			var size int
+			r, size = utf8.DecodeRune(s[i:])
+			i += size
+		}
+		if !stableRune(r) {
 			return false
 		}
-		s = s[size:]
 	}
 	return true
+}
+
+func stableRune(r rune) bool {
+	switch {
+	case r < 0xC0:
+		return r == 0xAB || r == 0xBB || r == 0xA7 || r == 0xB0 || r == 0xA9 || r == 0xAE
+	case r <= 0x17F: // Latin-1 and Latin Extended-A letters
+		return r != 0x132 && r != 0x133 && r != 0x13F && r != 0x140 && r != 0x149 && r != 0x17F
+	case r < 0x386:
+		return r >= 0x180 && r <= 0x1C3 || r >= 0x1CD && r <= 0x1EF || r >= 0x1F4 && r <= 0x24F
+	case r <= 0x3CE: // Greek
+		return r != 0x387 && r != 0x38B && r != 0x38D && r != 0x3A2
+	case r < 0x400:
+		return false
+	case r <= 0x482: // Cyrillic, its combining marks aside
+		return true
+	case r < 0x48A:
+		return false
+	case r <= 0x52F:
+		return true
+	case r <= 0x586: // Armenian
+		return r >= 0x531 && r <= 0x556 || r >= 0x561
+	case r <= 0x64A: // Hebrew and Arabic letters
+		return r >= 0x5D0 && r <= 0x5EA || r >= 0x621
+	case r <= 0x939: // Devanagari letters
+		return r >= 0x905 && r != 0x929 && r != 0x931 && r != 0x934
+	case r <= 0xE30: // Thai consonants
+		return r >= 0xE01
+	case r <= 0x1EFF: // Latin Extended Additional (Vietnamese)
+		return r >= 0x1E00 && r != 0x1E9A && r != 0x1E9B
+	case r <= 0x201E: // dashes, quotes
+		return r >= 0x2013 && r != 0x2017
+	case r <= 0x20AC:
+		return r == 0x20AC
+	case r <= 0x30FA: // CJK punctuation, kana
+		return r >= 0x3001 && r <= 0x3003 || r >= 0x3041 && r <= 0x3096 || r >= 0x30A1
+	case r <= 0x9FFF: // CJK ideographs
+		return r >= 0x4E00
+	case r <= 0xD7A3: // Hangul syllables
+		return r >= 0xAC00
+	}
+	return false
 }
 
 // isIgnorable reports Unicode's default-ignorable code points: characters
@@ -633,17 +713,6 @@ func isIgnorable(r rune) bool {
 		r >= 0xFE00 && r <= 0xFE0F, r >= 0xFFF0 && r <= 0xFFF8, r >= 0x1BCA0 && r <= 0x1BCA3, r >= 0x1D173 && r <= 0x1D17A,
 		r >= 0xE0000 && r <= 0xE0FFF:
 		return true
-	}
-	return false
-}
-
-func hasIgnorable(s []byte) bool {
-	for len(s) > 0 {
-		r, size := utf8.DecodeRune(s)
-		if isIgnorable(r) {
-			return true
-		}
-		s = s[size:]
 	}
 	return false
 }

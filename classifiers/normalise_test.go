@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // TestNormaliseWordTricks checks the eight-byte tests of normaliseChunk
@@ -46,5 +49,44 @@ func TestNormaliseWordTricks(t *testing.T) {
 		if got := latin1Word(x); got != latin1 {
 			t.Fatalf("% x: latin1Word %v, want %v", w, got, latin1)
 		}
+	}
+}
+
+// TestStableRunes checks every character stableRunes takes without the
+// full check: NFKC leaves it alone, alone and after a letter, and it is
+// not invisible. (A mark after it is not taken, so it need not be
+// checked here.)
+func TestStableRunes(t *testing.T) {
+	n := 0
+	for r := rune(0x80); r <= 0x10FFFF; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		s := string(r)
+		if !stableRunes([]byte(s)) {
+			continue
+		}
+		n++
+		if norm.NFKC.String(s) != s || norm.NFKC.String("a"+s) != "a"+s || isIgnorable(r) {
+			t.Errorf("U+%04X is taken as stable", r)
+		}
+	}
+	if n < 30000 {
+		t.Fatalf("only %d stable characters", n)
+	}
+}
+
+// TestIgnorableAt checks that ignorableAt's lead bytes find every
+// invisible character.
+func TestIgnorableAt(t *testing.T) {
+	for r := rune(0x80); r <= 0x10FFFF; r++ {
+		if isIgnorable(r) && utf8.ValidRune(r) {
+			if got := ignorableAt([]byte("ab" + string(r) + "c")); got != 2 {
+				t.Errorf("U+%04X: ignorableAt %d, want 2", r, got)
+			}
+		}
+	}
+	if got := ignorableAt([]byte("réunion ｊ 服务")); got != -1 {
+		t.Errorf("ignorableAt %d in text without one", got)
 	}
 }
