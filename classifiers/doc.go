@@ -55,6 +55,16 @@
 // so a value across a chunk boundary is found once; ScanReader holds about
 // one chunk in memory.
 //
+// # Normalisation
+//
+// Detectors read each chunk in Unicode NFKC with invisible characters
+// removed (fullwidth letters and digits, a zero-width space or a soft
+// hyphen inside a value), and again with its percent, hex and base64 runs
+// that decode to printable text decoded (two passes at most). A finding's
+// span is mapped back to the bytes the value was written with: the whole
+// encoded run, the invisible characters inside it. [Finding].Encoding
+// names the decoding. See docs/detectors.md and normalise.go.
+//
 // # Validation and context
 //
 // Built-in detectors check what can be checked, and a candidate that fails

@@ -86,6 +86,7 @@ type rawFinding struct {
 	pLo, pHi   int32 // preview in scanState.arena
 	nLo, nHi   int32 // normalised value in scanState.norms
 	hAt        int32 // the hex hash in scanState.arena, once hashed
+	enc        uint8 // the changed places of a view it touches (encNone…)
 	conf       float64
 }
 
@@ -113,9 +114,117 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 // scanChunkRaw is scanChunk that also records in part, when not nil, the
 // keyword hits of the built-in detectors and the span and detector of
 // every finding before overlaps are resolved (see ScanPartial).
+//
+// The detectors read the chunk's normalised view, and its decoded views
+// (see normalise.go); findings are mapped back to the chunk before
+// overlaps are resolved. part records the normalised view's offsets and
+// the view itself.
 func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, part *partialScan) ([]Finding, error) {
-	st := s.getState(ctx, text, acceptLo, acceptHi)
+	nv, cands := normaliseChunk(text)
+	vt := text
+	if nv != nil {
+		vt = nv.text
+	}
+	st := s.getState(ctx, vt, acceptLo, acceptHi)
 	defer s.putState(st)
+	s.detect(st, part)
+	if part != nil {
+		part.view = nv
+		for _, r := range st.out {
+			part.spans = append(part.spans, rawSpan{int(r.start), int(r.end), r.who})
+		}
+	}
+	if nv != nil {
+		for i := range st.out {
+			r := &st.out[i]
+			start, end, enc := nv.spanUp(int(r.start), int(r.end))
+			r.start, r.end, r.enc = int32(start), int32(end), enc
+		}
+	}
+	if cands != nil {
+		s.scanDecoded(st, vt, nv, cands, part)
+	}
+	return s.finishChunk(st, text, acceptLo, acceptHi, pos, base)
+}
+
+// scanDecoded runs the detectors over the decoded views of vt (the
+// normalised view nv's text, or the chunk) and adds to st the findings that
+// touch a decoded run, mapped back to the chunk (and to nv's offsets in
+// part).
+func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, part *partialScan) {
+	parent := nv
+	for pass := 1; pass <= maxDecodePasses; pass++ {
+		var dv *view
+		if pass == 1 {
+			dv = decodeCands(vt, parent, cands)
+		} else {
+			dv = redecode(parent)
+		}
+		if dv == nil || !dv.decoded {
+			return
+		}
+		// The detectors read the decoded runs with decodedReach bytes
+		// around each (the context words before a value, a Secret's
+		// key names), not the whole chunk again.
+		var ws []span
+		for _, g := range dv.segs {
+			if g.enc < encPercent {
+				continue
+			}
+			w := span{max(0, g.vLo-decodedReach), min(len(dv.text), g.vHi+decodedReach)}
+			if k := len(ws); k > 0 && w.lo <= ws[k-1].hi {
+				ws[k-1].hi = max(ws[k-1].hi, w.hi)
+			} else {
+				ws = append(ws, w)
+			}
+		}
+		for _, w := range ws {
+			ds := s.getState(st.ctx, dv.text[w.lo:w.hi], 0, w.hi-w.lo)
+			s.detect(ds, nil)
+			if st.err == nil {
+				st.err = ds.err
+			}
+			for _, r := range ds.out {
+				a, b := int(r.start)+w.lo, int(r.end)+w.lo
+				if !dv.touchesDecoded(a, b) {
+					continue // found in the view before
+				}
+				if part != nil {
+					// Up to the normalised view, where ScanPartial
+					// settles.
+					pa, pb := a, b
+					for v := dv; v != nv; v = v.parent {
+						pa, pb, _ = v.spanUp(pa, pb)
+					}
+					part.spans = append(part.spans, rawSpan{pa, pb, r.who})
+				}
+				start, end, enc := dv.toRoot(a, b)
+				c := r
+				c.start, c.end, c.enc = int32(start), int32(end), enc
+				c.pLo = int32(len(st.arena))
+				st.arena = append(st.arena, ds.arena[r.pLo:r.pHi]...)
+				c.pHi = int32(len(st.arena))
+				c.nLo = int32(len(st.norms))
+				st.norms = append(st.norms, ds.norms[r.nLo:r.nHi]...)
+				c.nHi = int32(len(st.norms))
+				st.out = append(st.out, c)
+			}
+			s.putState(ds)
+		}
+		parent, vt = dv, dv.text
+	}
+}
+
+// decodedReach is how far around a decoded run the detectors read a
+// decoded view: more than the longest context a detector reads before or
+// after a value (a service account's 3000 bytes).
+const decodedReach = 4096
+
+// detect runs the prefilter and every triggered detector over st.text and
+// leaves their findings in st.out (in st.text's offsets, overlaps not
+// resolved); part, when not nil, gets the built-in detectors' keyword hits.
+func (s *Scanner) detect(st *scanState, part *partialScan) {
+	text := st.text
 	// Pass 1: keywords and context words.
 	s.ac.scan(text, &st.acPending, func(p, end int) {
 		ref := s.acRefs[p]
@@ -176,11 +285,12 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		d.hit(st, d, h.start, h.end)
 	}
 	st.runCustom()
-	if part != nil {
-		for _, r := range st.out {
-			part.spans = append(part.spans, rawSpan{int(r.start), int(r.end), r.who})
-		}
-	}
+}
+
+// finishChunk resolves the overlaps of st.out (in the chunk's offsets),
+// keeps those whose Start lies in [acceptLo, acceptHi), hashes their
+// values and returns them as Findings placed by pos.
+func (s *Scanner) finishChunk(st *scanState, text []byte, acceptLo, acceptHi int, pos *posTracker, base int) ([]Finding, error) {
 	raw := s.resolveOverlaps(st, st.out)
 	// A finding that won an overlap took its loser's place, which can
 	// come before a finding that starts earlier; positions are counted
@@ -231,6 +341,9 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		pos.place(f, text, base, int(r.start), int(r.end))
 		f.Preview = arena[r.pLo:r.pHi]
 		f.Hash = arena[r.hAt : r.hAt+2*hashBytes]
+		if r.enc > encNormalised {
+			f.Encoding = encodingName(r.enc)
+		}
 		k++
 	}
 	return out, st.err

@@ -44,4 +44,13 @@ type Finding struct {
 	// phone numbers, lower case for e-mail addresses, and so on. Findings
 	// from scanners sharing a key compare equal when their values do.
 	Hash string `json:"hash"`
+	// Encoding names the encoding the value was found under when it was
+	// not written plainly: "base64", "hex" or "percent" (see
+	// EncodingBase64…). Start and End then span every byte of the input
+	// the value was encoded in: the whole base64 or hex run, the %XX
+	// triples. Empty for values found as written, including those found
+	// through Unicode normalisation (fullwidth forms, invisible
+	// characters), whose span covers the characters they were written
+	// with.
+	Encoding string `json:"encoding,omitempty"`
 }

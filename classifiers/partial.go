@@ -94,6 +94,10 @@ func (s *Scanner) ScanPartial(ctx context.Context, text []byte, opts PartialOpti
 		base := len(text) - s.overlap
 		if ctx.Err() == nil {
 			_, _ = s.scanChunkRaw(ctx, text[base:], 0, len(text)-base, newPosTracker(), base, &part)
+			if part.view != nil {
+				// Offsets in the view of text[base:]: settled there.
+				return fs, base + s.settleView(text[base:], &part, opts), err
+			}
 			for i := range part.spans {
 				part.spans[i].start += base
 				part.spans[i].end += base
@@ -104,13 +108,50 @@ func (s *Scanner) ScanPartial(ctx context.Context, text []byte, opts PartialOpti
 			}
 		}
 	}
-	return fs, s.settle(text, &part, opts), err
+	return fs, s.settleView(text, &part, opts), err
+}
+
+// settleView is settle for a scan whose detectors read a normalised view
+// of text (part.view; settle itself when there is none): the view is
+// settled, with the hold bounds mapped to it, and the offset mapped back
+// to text, where the findings that reach into what is held hold with it.
+func (s *Scanner) settleView(text []byte, part *partialScan, opts PartialOptions) int {
+	v := part.view
+	if v == nil {
+		return s.settle(text, part, opts)
+	}
+	n := len(v.text)
+	vo := PartialOptions{}
+	if opts.MaxHold > 0 {
+		vo.MaxHold = max(1, n-v.down(max(0, len(text)-opts.MaxHold)))
+	}
+	at := v.boundaryUp(s.settle(v.text, part, vo))
+	if opts.Hold > 0 {
+		at = min(at, max(0, len(text)-opts.Hold))
+	}
+	spans := make([]rawSpan, len(part.spans))
+	for i, r := range part.spans {
+		a, b, _ := v.spanUp(r.start, r.end)
+		spans[i] = rawSpan{a, b, r.who}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, r := range spans {
+			if r.start < at && r.end > at {
+				at, changed = r.start, true
+			}
+		}
+	}
+	return at
 }
 
 // partialScan is what a scan records for ScanPartial.
 type partialScan struct {
 	spans []rawSpan // findings before overlaps are resolved
 	hits  []detHit  // keyword hits of the built-in detectors (context words aside)
+	// view is the normalised view the offsets above are in (nil: the
+	// text's own offsets).
+	view *view
 }
 
 // rawSpan is a finding before overlaps are resolved: its span and who

@@ -118,7 +118,7 @@ func (st *scanState) emailAt(i int) {
 	if lo == i || text[i-1] == '.' {
 		return
 	}
-	if lo > 0 && (isLocalByte(text[lo-1]) || text[lo-1] == ':' || text[lo-1] == '/') {
+	if lo > 0 && (isLocalByte(text[lo-1]) || (text[lo-1] == ':' || text[lo-1] == '/') && !mailPrefix(text, lo)) {
 		return // too long, or URI userinfo (user:password@host)
 	}
 	hi := i + 1
@@ -156,6 +156,9 @@ func (st *scanState) emailAt(i int) {
 	if hi < len(text) && (isAlnum(text[hi]) || text[hi] == '@') {
 		return
 	}
+	if lo > 0 && text[lo-1] == ':' && hi+1 < len(text) && text[hi] == ':' && isDigit(text[hi+1]) {
+		return // user:password@host:port
+	}
 	// Addresses are ASCII here (isLocalByte, isDomainByte), so ASCII case
 	// folding is strings.ToLower.
 	var lb [320]byte
@@ -165,6 +168,41 @@ func (st *scanState) emailAt(i int) {
 	}
 	d := st.s.email
 	st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), low, d.mask)
+}
+
+// mailPrefix reports whether what ends at text[lo] (a ':' or a '/')
+// introduces an e-mail address rather than the password of a URI's
+// userinfo: a word and a colon that are not inside a URI's authority
+// ("mailto:", "sip:", "user:", "login:"; not the "user:" of
+// "https://user:password@host"), or the "//" after a mail protocol's
+// scheme ("smtp://", "imap://"; not "ssh://git@host").
+func mailPrefix(text []byte, lo int) bool {
+	if text[lo-1] == '/' {
+		if lo < 3 || text[lo-2] != '/' || text[lo-3] != ':' {
+			return false
+		}
+		k := lo - 3
+		for k > 0 && isAlnum(text[k-1]) {
+			k--
+		}
+		if k > 0 && (isWordByte(text[k-1]) || text[k-1] == '.' || text[k-1] == '+' || text[k-1] == '-') {
+			return false
+		}
+		var b [16]byte
+		switch string(asciiLowerBytes(b[:0], text[k:lo-3])) {
+		case "smtp", "smtps", "submission", "imap", "imaps", "pop", "pops", "pop3", "pop3s", "xmpp", "mailto":
+			return true
+		}
+		return false
+	}
+	k := lo - 1 // the colon
+	for k > 0 && (isAlnum(text[k-1]) || text[k-1] == '_' || text[k-1] == '-') {
+		k--
+	}
+	if k == lo-1 {
+		return false // "://:password@host", "::"
+	}
+	return k == 0 || !(text[k-1] == '/' || text[k-1] == ':' || text[k-1] == '@' || isLocalByte(text[k-1]))
 }
 
 // ---- phone ----
