@@ -194,22 +194,52 @@ func openInput(ctx context.Context, path string) (*os.File, error) {
 	return nil, errInterrupted
 }
 
-// readInput reads the file named path (openInput's rules) up to limit
-// bytes; more is an error. A read blocked on a pipe ends when ctx is done.
-func readInput(ctx context.Context, path string, limit int64) ([]byte, error) {
+// inputFile is a file opened by openInputReader: its reads end when the
+// context is done.
+type inputFile struct {
+	*os.File
+	ctx  context.Context
+	stop func() bool
+}
+
+// Read reads from the file; once the context is done it fails with
+// errInterrupted.
+func (f *inputFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	if err != nil && f.ctx.Err() != nil {
+		err = errInterrupted
+	}
+	return n, err
+}
+
+// Close stops watching the context and closes the file.
+func (f *inputFile) Close() error {
+	f.stop()
+	return f.File.Close()
+}
+
+// openInputReader opens path as openInput does and returns it as a reader
+// whose blocked reads (a pipe waiting for data) end when ctx is done: a
+// pipe's reads go through the runtime poller, so a past deadline wakes
+// them; a regular file never waits.
+func openInputReader(ctx context.Context, path string) (*inputFile, error) {
 	f, err := openInput(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	// A pipe's reads go through the runtime poller, so a past deadline
-	// wakes a read waiting for data; a regular file never waits.
 	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if ctx.Err() != nil {
-		return nil, errInterrupted
+	return &inputFile{File: f, ctx: ctx, stop: stop}, nil
+}
+
+// readInput reads the file named path (openInput's rules) up to limit
+// bytes; more is an error. A read blocked on a pipe ends when ctx is done.
+func readInput(ctx context.Context, path string, limit int64) ([]byte, error) {
+	f, err := openInputReader(ctx, path)
+	if err != nil {
+		return nil, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
