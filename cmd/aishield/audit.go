@@ -246,7 +246,7 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	minRank := -1
 	var pol *policies.Policy
 	if q.level != "" {
-		if pol, err = policies.LoadRef(q.policy); err != nil {
+		if pol, err = policies.LoadRefContext(cmd.Context(), q.policy); err != nil {
 			return withCode(2, err)
 		}
 		if minRank = pol.Rank(q.level); minRank < 0 {

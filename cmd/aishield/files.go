@@ -109,19 +109,27 @@ func writeOutputFile(path string, data []byte, perm fs.FileMode) error {
 }
 
 // openAppendOutput opens path for appending, creating it 0600 if needed,
-// with the same rules as checkOutputPath; O_NOFOLLOW refuses a symlink put
-// in its place after the check.
+// with the same rules as checkOutputPath. The open does not block on a
+// FIFO put in its place after the check (O_NONBLOCK), and the file opened
+// must be the regular file path names (not reached through a symlink
+// swapped in meanwhile): anything else is closed and refused.
 func openAppendOutput(path string) (*os.File, error) {
 	if err := checkOutputPath(path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	st, err := f.Stat()
 	if err == nil && !st.Mode().IsRegular() {
 		err = &outputPathError{Path: path, Kind: fileKind(st.Mode())}
+	}
+	if err == nil {
+		var lst fs.FileInfo
+		if lst, err = os.Lstat(path); err == nil && !os.SameFile(st, lst) {
+			err = &outputPathError{Path: path, Kind: fileKind(lst.Mode())}
+		}
 	}
 	if err != nil {
 		f.Close()
@@ -148,7 +156,7 @@ func (e *inputError) Unwrap() error { return e.Err }
 
 // errInterrupted is the reason of an input abandoned because the command
 // was interrupted (SIGINT, SIGTERM).
-var errInterrupted = errors.New("interrupted before the input could be read")
+var errInterrupted = errors.New("interrupted (SIGINT or SIGTERM) before the input was read")
 
 // openInput opens a file named on the command line for reading, following
 // symlinks (the user named it). A named pipe has no writer until someone

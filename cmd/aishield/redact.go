@@ -45,7 +45,7 @@ status is 1. Input must be UTF-8 text.`,
 			if err := checkOutputPath(vaultPath); err != nil {
 				return withCode(2, fmt.Errorf("--vault: %w", err))
 			}
-			pol, err := policies.LoadRef(policyRef)
+			pol, err := policies.LoadRefContext(cmd.Context(), policyRef)
 			if err != nil {
 				return withCode(2, err)
 			}
@@ -54,7 +54,9 @@ status is 1. Input must be UTF-8 text.`,
 					return withCode(2, fmt.Errorf("policy %q has no destination %q", pol.Name, dest))
 				}
 			}
-			in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxFilterInput+1))
+			stdin, stop := contextReader(cmd.Context(), cmd.InOrStdin())
+			defer stop()
+			in, err := io.ReadAll(io.LimitReader(stdin, maxFilterInput+1))
 			if err != nil {
 				return withCode(2, fmt.Errorf("reading standard input: %w", err))
 			}
@@ -135,7 +137,9 @@ is read when the first byte of input arrives, not before: in
 once, and redact writes the vault before its output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := bufio.NewReaderSize(cmd.InOrStdin(), 32<<10)
+			stdin, stop := contextReader(cmd.Context(), cmd.InOrStdin())
+			defer stop()
+			in := bufio.NewReaderSize(stdin, 32<<10)
 			_, perr := in.Peek(1)
 			v, err := readVault(cmd.Context(), vaultPath)
 			if err != nil {
