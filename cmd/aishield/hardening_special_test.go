@@ -51,7 +51,7 @@ func awaitBlockedOpen(t *testing.T, pid string, exited <-chan struct{}) {
 	for !waitingForWriter(t, pid) {
 		select {
 		case <-exited:
-			t.Fatal("the command ended before opening the pipe")
+			t.Fatal("the command ended before waiting for the pipe's writer")
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -113,8 +113,13 @@ func TestHardening11PolicyFromPipe(t *testing.T) {
 	if err := os.WriteFile(note, []byte(secretNote), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	feed := func(data string) {
+	// feed writes data to the pipe once a reader opens it; wait returns
+	// when the writer has closed it, so that the next command finds no
+	// writer left.
+	feed := func(data string) (wait func()) {
+		done := make(chan struct{})
 		go func() {
+			defer close(done)
 			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
 			if err != nil {
 				return
@@ -122,6 +127,7 @@ func TestHardening11PolicyFromPipe(t *testing.T) {
 			defer f.Close()
 			_, _ = f.WriteString(data)
 		}()
+		return func() { <-done }
 	}
 	for _, tc := range []struct {
 		args []string
@@ -131,18 +137,20 @@ func TestHardening11PolicyFromPipe(t *testing.T) {
 		{[]string{"policy", "lint", fifo}, 0, "1 file(s): 0 error(s)"},
 		{[]string{"scan", "--policy", fifo, "--destination", "default", note}, 1, "redact for default"},
 	} {
-		feed(cleanPolicy)
+		wait := feed(cleanPolicy)
 		var out, errb bytes.Buffer
 		if code := run(context.Background(), tc.args, strings.NewReader(""), &out, &errb); code != tc.code || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %q", tc.args, code, out.String(), errb.String(), tc.code, tc.want)
 		}
+		wait()
 	}
 	// A policy larger than the limit is refused, not read to its end.
-	feed(cleanPolicy + "#" + strings.Repeat("x", 2<<20) + "\n")
+	wait := feed(cleanPolicy + "#" + strings.Repeat("x", 2<<20) + "\n")
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"policy", "lint", fifo}, strings.NewReader(""), &out, &errb); code != 1 || !strings.Contains(out.String(), "larger than") {
 		t.Errorf("oversized policy: exit %d, %q %q", code, out.String(), errb.String())
 	}
+	wait()
 
 	// No writer: every command that loads the policy returns once its
 	// context is done, with exit 2 and no result.
@@ -153,12 +161,13 @@ func TestHardening11PolicyFromPipe(t *testing.T) {
 		{"redact", "--policy", fifo, "--vault", filepath.Join(dir, "v.json")},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan int, 1)
+		exited := make(chan struct{})
+		var code int
 		var out, errb bytes.Buffer
-		go func() { done <- run(ctx, args, strings.NewReader(secretNote), &out, &errb) }()
-		awaitBlockedOpen(t, "self", nil)
+		go func() { code = run(ctx, args, strings.NewReader(secretNote), &out, &errb); close(exited) }()
+		awaitBlockedOpen(t, "self", exited)
 		cancel()
-		if code := <-done; code != 2 {
+		if <-exited; code != 2 {
 			t.Errorf("%v cancelled: exit %d, stdout %q, stderr %q; want 2", args, code, out.String(), errb.String())
 		}
 	}
@@ -308,12 +317,13 @@ func TestHardening13ScanFIFOInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	exited := make(chan struct{})
+	var code int
 	var out, errb bytes.Buffer
-	go func() { done <- run(ctx, []string{"scan", fifo}, strings.NewReader(""), &out, &errb) }()
-	awaitBlockedOpen(t, "self", nil)
+	go func() { code = run(ctx, []string{"scan", fifo}, strings.NewReader(""), &out, &errb); close(exited) }()
+	awaitBlockedOpen(t, "self", exited)
 	cancel()
-	if code := <-done; code != 2 || !strings.Contains(out.String(), "incomplete, interrupted") || !strings.Contains(errb.String(), "interrupted") {
+	if <-exited; code != 2 || !strings.Contains(out.String(), "incomplete, interrupted") || !strings.Contains(errb.String(), "interrupted") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and an incomplete, interrupted report", code, out.String(), errb.String())
 	}
 }
