@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -203,15 +204,26 @@ func NewAuditLog(w io.Writer, prev string, opts ...AuditOption) *AuditLog {
 }
 
 // OpenAuditLog opens (creating it 0600 if needed) the trail at path for
-// appending, continuing the chain of its last line. A keyed log
+// appending, continuing the chain of its last line. path must be a regular
+// file (symlinks are followed); a FIFO, a device or a directory is refused. A keyed log
 // (WithAuditKey) continues only a trail keyed with the same key, or starts
 // a new file; a log without a key refuses a keyed trail. The caller closes
 // the log (Close writes the signed head of a keyed trail), then the file.
 func OpenAuditLog(path string, opts ...AuditOption) (*AuditLog, *os.File, error) {
 	c := newAuditConfig(opts)
 	ch := newChainer(c.key)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o600)
+	// O_NONBLOCK: opening a FIFO put at path must not wait for a writer;
+	// it is refused below like any file that is not regular (a device, a
+	// socket), whose reads could block or never end.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND|syscall.O_NONBLOCK, 0o600)
 	if err != nil {
+		return nil, nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("audit: %s is not a regular file (mode %v)", path, st.Mode().Type())
+		}
 		return nil, nil, err
 	}
 	last, records, err := auditTail(f)
