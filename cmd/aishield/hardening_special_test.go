@@ -329,3 +329,47 @@ func TestHardening13ScanFIFOInterrupted(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and an incomplete, interrupted report", code, out.String(), errb.String())
 	}
 }
+
+// TestHardening11PolicyTestFIFO: "policy test" never blocks on a pipe: a
+// test file given as a FIFO, or met as one in a directory, is an error
+// result (exit 1), and a test file whose policy is a FIFO without a writer
+// returns once cancelled.
+func TestHardening11PolicyTestFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifoTest := filepath.Join(dir, "pipe_test.yaml")
+	if err := syscall.Mkfifo(fifoTest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"policy", "test", fifoTest}, strings.NewReader(""), &out, &errb); code != 1 || !strings.Contains(out.String(), "not a regular file") {
+		t.Errorf("FIFO test file: exit %d, stdout %q, stderr %q; want exit 1 and an error result", code, out.String(), errb.String())
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(tree, "policy.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(tree, "walked_test.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A walk does not take a FIFO for a test file: this tree has none yet.
+	if code := run(context.Background(), []string{"policy", "test", tree}, strings.NewReader(""), &out, &errb); code != 1 || !strings.Contains(errb.String(), "no policy test files") {
+		t.Errorf("tree holding only a FIFO test file: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	if err := os.WriteFile(filepath.Join(tree, "p_test.yaml"), []byte("policy: policy.yaml\ncases:\n  - name: c\n    destination: default\n    input: hello\n    expect: {action: allow}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan struct{})
+	var code int
+	out.Reset()
+	errb.Reset()
+	go func() { code = run(ctx, []string{"policy", "test", tree}, strings.NewReader(""), &out, &errb); close(exited) }()
+	awaitBlockedOpen(t, "self", exited)
+	cancel()
+	if <-exited; code != 1 {
+		t.Errorf("cancelled policy test: exit %d, stdout %q, stderr %q; want 1", code, out.String(), errb.String())
+	}
+}
