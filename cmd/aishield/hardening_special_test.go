@@ -366,7 +366,10 @@ func TestHardening11PolicyTestFIFO(t *testing.T) {
 	var code int
 	out.Reset()
 	errb.Reset()
-	go func() { code = run(ctx, []string{"policy", "test", tree}, strings.NewReader(""), &out, &errb); close(exited) }()
+	go func() {
+		code = run(ctx, []string{"policy", "test", tree}, strings.NewReader(""), &out, &errb)
+		close(exited)
+	}()
 	awaitBlockedOpen(t, "self", exited)
 	cancel()
 	if <-exited; code != 1 {
