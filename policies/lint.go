@@ -76,7 +76,7 @@ const DefaultProbeTimeout = 200 * time.Millisecond
 // load yields its load problems as error diagnostics (code "io" when the
 // file cannot be read).
 func LintFile(ctx context.Context, path string, opts LintOptions) []Diagnostic {
-	p, err := Load(path)
+	p, err := LoadContext(ctx, path)
 	if err != nil {
 		return loadDiagnostics(path, err)
 	}

@@ -2,9 +2,11 @@ package policies
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -106,22 +109,81 @@ type rawAudit struct {
 
 // Load reads a policy file. The format follows the extension: .yaml/.yml,
 // .json or .toml. Errors name the file and the field; errors.As finds a
-// *LoadError listing every problem.
+// *LoadError listing every problem. A named pipe is read (it waits for a
+// writer); use LoadContext to be able to stop that wait.
 func Load(path string) (*Policy, error) {
+	return LoadContext(context.Background(), path)
+}
+
+// LoadContext is Load, stopped when ctx is done: a policy read from a named
+// pipe (a process substitution, say) may wait for its writer.
+func LoadContext(ctx context.Context, path string) (*Policy, error) {
 	format, err := formatOf(path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	data, err := readPolicyFile(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
-	}
-	defer f.Close()
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(io.LimitReader(f, MaxPolicySize+1)); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", path, err)
 	}
-	return Parse(buf.Bytes(), format, path)
+	return Parse(data, format, path)
+}
+
+// readPolicyFile reads at most MaxPolicySize+1 bytes of a regular file or
+// a named pipe (Parse refuses more). Anything else (a directory, a device,
+// a socket) is refused without being opened. Opening a pipe waits for a
+// writer: the open runs in a goroutine, and when ctx is done first the
+// pipe is opened for writing without blocking and closed, which releases
+// the waiting open, and ctx's error is returned; reads from the pipe wait
+// in the runtime poller, where a past deadline ends them.
+func readPolicyFile(ctx context.Context, path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var f *os.File
+	switch m := st.Mode(); {
+	case m.IsRegular():
+		if f, err = os.Open(path); err != nil {
+			return nil, err
+		}
+	case m&fs.ModeNamedPipe != 0:
+		done := make(chan *os.File, 1)
+		var openErr error
+		go func() {
+			pf, err := os.Open(path)
+			openErr = err
+			done <- pf
+		}()
+		select {
+		case f = <-done:
+			if f == nil {
+				return nil, openErr
+			}
+		case <-ctx.Done():
+			if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			if pf := <-done; pf != nil {
+				pf.Close()
+			}
+			return nil, ctx.Err()
+		}
+	default:
+		return nil, fmt.Errorf("not a regular file or a pipe (mode %v)", m.Type())
+	}
+	defer f.Close()
+	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxPolicySize+1))
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // formatOf returns the format of a policy file from its extension.
@@ -141,8 +203,13 @@ func formatOf(path string) (string, error) {
 // LoadRef loads ref as a file when a file by that name exists, else as a
 // preset name.
 func LoadRef(ref string) (*Policy, error) {
+	return LoadRefContext(context.Background(), ref)
+}
+
+// LoadRefContext is LoadRef, stopped when ctx is done (see LoadContext).
+func LoadRefContext(ctx context.Context, ref string) (*Policy, error) {
 	if st, err := os.Stat(ref); err == nil && !st.IsDir() {
-		return Load(ref)
+		return LoadContext(ctx, ref)
 	}
 	if slices.Contains(Presets(), ref) {
 		return Preset(ref)

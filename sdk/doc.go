@@ -117,10 +117,12 @@
 // model, token count, decision, counts per detector, verdict, the inbound
 // checks that ran and signal counts; never a value), handed to
 // [Options.OnRecord] and appended, when there is a trail, as one JSON line
-// carrying the SHA-256 of the line before ([ReadAudit] checks the chain;
-// "aishield audit verify|query" use it). The trail is [Options.Audit] (a new
-// chain), [Options.AuditLog], or the file of the policy's audit section,
-// which [New] opens continuing its chain and [Guard.Close] closes.
+// carrying the SHA-256 of the line before, or with [Options.AuditKey] its
+// HMAC-SHA256 under that key, closed by a signed [AuditHead] when the log is
+// closed ([VerifyAudit] checks the chain and the head; "aishield audit
+// verify|query" use it). The trail is [Options.Audit] (a new chain),
+// [Options.AuditLog], or the file of the policy's audit section, which [New]
+// opens continuing its chain and [Guard.Close] closes.
 //
 // Guard, Transport, Client and AuditLog are safe for concurrent use; an
 // Exchange belongs to one request and is used from one goroutine at a time,

@@ -76,6 +76,12 @@ type Options struct {
 	// neither, a policy whose audit section is enabled has its file opened
 	// with OpenAuditLog, and Guard.Close closes it.
 	AuditLog *AuditLog
+	// AuditKey keys the chain of the trail the guard opens (Audit, or the
+	// policy's audit section) with HMAC-SHA256, and makes Close write its
+	// signed head (see WithAuditKey); nil keeps plain SHA-256. An AuditLog
+	// set by the caller keeps its own key. The library never reads it
+	// from the environment: the CLI takes it from AISHIELD_AUDIT_KEY.
+	AuditKey []byte
 	// OnRecord, when set, is called with every exchange's audit record
 	// (whether or not a trail is written), after it is appended; it must
 	// be safe for concurrent use and must not keep the record's maps.
@@ -116,6 +122,7 @@ type Guard struct {
 	checks      []string // the inbound checks every response gets
 	findingsKey string   // the classifier's KeyID, "" when it has none
 	audit       *AuditLog
+	ownAudit    bool      // the guard made audit, and seals it on Close
 	auditFile   io.Closer // opened from the policy's audit section
 	onRecord    func(AuditRecord)
 	now         func() time.Time
@@ -184,15 +191,16 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 			g.checks = append(g.checks, id)
 		}
 	}
+	auditOpts := []AuditOption{WithAuditKey(opts.AuditKey), WithAuditClock(opts.Now)}
 	if g.audit == nil && opts.Audit != nil {
-		g.audit = NewAuditLog(opts.Audit, "")
+		g.audit, g.ownAudit = NewAuditLog(opts.Audit, "", auditOpts...), true
 	}
 	if g.audit == nil && opts.Policy.Audit.Enabled {
-		log, f, err := OpenAuditLog(opts.Policy.Audit.Path)
+		log, f, err := OpenAuditLog(opts.Policy.Audit.Path, auditOpts...)
 		if err != nil {
 			return nil, fmt.Errorf("sdk: policy %q: audit: %w", opts.Policy.Name, err)
 		}
-		g.audit, g.auditFile = log, f
+		g.audit, g.ownAudit, g.auditFile = log, true, f
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -212,13 +220,19 @@ func (g *Guard) Verifier() ResponseVerifier { return g.verifier }
 // inbound.foreign_placeholder when verification is off.
 func (g *Guard) Checks() []string { return slices.Clone(g.checks) }
 
-// Close closes the audit file the guard opened from the policy's audit
-// section, if any. The guard must not be used afterwards.
+// Close closes the audit log the guard made (from Options.Audit or the
+// policy's audit section), which writes the signed head of a keyed trail,
+// and the audit file it opened, if any. The guard must not be used
+// afterwards.
 func (g *Guard) Close() error {
-	if g.auditFile != nil {
-		return g.auditFile.Close()
+	var err error
+	if g.ownAudit {
+		err = g.audit.Close()
 	}
-	return nil
+	if g.auditFile != nil {
+		err = errors.Join(err, g.auditFile.Close())
+	}
+	return err
 }
 
 // Request is an outbound request as the guard sees it.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,32 +29,121 @@ func newAuditCmd() *cobra.Command {
 	return cmd
 }
 
+// auditKeyEnv names the environment variable holding the key of keyed
+// audit trails (HMAC-SHA256), hex or base64, at least 16 bytes.
+const auditKeyEnv = "AISHIELD_AUDIT_KEY"
+
+// auditKey returns the audit trail key from the environment, nil when the
+// variable is unset or empty. The key itself never appears in an error.
+func auditKey() ([]byte, error) {
+	v := strings.TrimSpace(os.Getenv(auditKeyEnv))
+	if v == "" {
+		return nil, nil
+	}
+	var key []byte
+	if b, err := hex.DecodeString(v); err == nil {
+		key = b
+	} else {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			if b, err := enc.DecodeString(v); err == nil {
+				key = b
+				break
+			}
+		}
+	}
+	if key == nil {
+		return nil, fmt.Errorf("%s is neither hex nor base64", auditKeyEnv)
+	}
+	if len(key) < 16 {
+		return nil, fmt.Errorf("%s holds %d bytes; an audit key needs at least 16 (32 random bytes: openssl rand -hex 32)", auditKeyEnv, len(key))
+	}
+	return key, nil
+}
+
+// openAuditTrail opens the audit trail a command appends to: a regular
+// file or a new path (openAppendOutput creates it 0600 and refuses
+// anything else), keyed with the key of AISHIELD_AUDIT_KEY when it is set.
+// closeTrail seals the trail (the signed head of a keyed one) and closes
+// the file.
+func openAuditTrail(path string) (log *sdk.AuditLog, closeTrail func() error, err error) {
+	key, err := auditKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := openAppendOutput(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	f.Close()
+	log, lf, err := sdk.OpenAuditLog(path, sdk.WithAuditKey(key))
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, func() error { return errors.Join(log.Close(), lf.Close()) }, nil
+}
+
+// auditVerifyHelp states the exit codes of audit verify.
+const auditVerifyHelp = `Exit status: 0 the trail is intact, 1 it is broken (a line changed, removed,
+inserted or re-chained, a keyed trail without its signed head at the end, a
+wrong key), 2 input error (not a file, unreadable, not an audit trail, a keyed
+trail without AISHIELD_AUDIT_KEY, a malformed key).`
+
 func newAuditVerifyCmd() *cobra.Command {
-	var cont, asJSON bool
+	var cont, open, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify FILE",
-		Short: "Check the hash chain of an audit trail (exit 1 when broken)",
-		Long: `verify recomputes the SHA-256 chain of an audit trail: every line must carry
-the digest of the line before it, and the first line the genesis hash (unless
---continuation). It prints the number of lines and the head hash; keep the head
-elsewhere to detect truncation at the end, which a chain alone cannot show.`,
+		Short: "Check the hash chain of an audit trail (exit 0 intact, 1 broken, 2 input error)",
+		Long: `verify recomputes the chain of an audit trail: every line must carry the hash
+of the line before it, and the first line the genesis hash (unless
+--continuation). Blank lines at the end of the file are ignored; a blank line
+before another line is a break.
+
+With AISHIELD_AUDIT_KEY set (hex or base64, at least 16 bytes; the key the
+trail was written with), the links are HMAC-SHA256 under that key and the
+trail must end with the signed head its writer adds when it closes (or
+rotates), so that a trail re-chained by someone without the key, or cut off at
+its end, is broken. --open accepts a keyed trail still being written: the
+records after its last signed head are counted, and could have been cut off
+unseen. Without a key the chain is plain SHA-256: it shows accidental damage,
+not a writer who recomputes it; keep the printed head hash elsewhere.
+
+` + auditVerifyHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[0])
+			key, err := auditKey()
 			if err != nil {
 				return withCode(2, err)
 			}
+			f, err := openInputReader(cmd.Context(), args[0])
+			if err != nil {
+				return withCode(2, &inputError{Path: args[0], Err: err})
+			}
 			defer f.Close()
-			n, head, err := sdk.ReadAudit(f, cont, nil)
+			sum, err := sdk.VerifyAudit(f, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: open}, nil)
 			var ce *sdk.ChainError
+			var ke *sdk.AuditKeyError
+			switch {
+			case errors.As(err, &ke):
+				return withCode(2, fmt.Errorf("%s: %w: set %s", args[0], err, auditKeyEnv))
+			case err != nil && !errors.As(err, &ce):
+				return withCode(2, &inputError{Path: args[0], Err: err})
+			}
+			algo, keyed := "sha256", sum.KeyID != ""
+			if keyed {
+				algo = "hmac-sha256"
+			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				res := map[string]any{"file": args[0], "lines": n, "ok": err == nil, "head": head}
+				res := map[string]any{"file": args[0], "lines": sum.Lines, "records": sum.Records, "ok": err == nil,
+					"head": sum.Head, "keyed": keyed, "sealed": keyed && err == nil && sum.Unsealed == 0}
+				if keyed {
+					res["key_id"] = sum.KeyID
+					res["heads"] = sum.Heads
+					res["unsealed"] = sum.Unsealed
+				}
 				if err != nil {
 					res["error"] = err.Error()
-					if errors.As(err, &ce) {
-						res["line"] = ce.Line
-					}
+					res["line"] = ce.Line
 				}
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -65,17 +156,27 @@ elsewhere to detect truncation at the end, which a chain alone cannot show.`,
 				return nil
 			}
 			if err != nil {
-				if errors.As(err, &ce) {
-					fmt.Fprintf(out, "BROKEN %s: %v\n", args[0], err)
-					return withCode(1, nil)
-				}
-				return withCode(2, err)
+				fmt.Fprintf(out, "BROKEN %s: %v\n", args[0], err)
+				return withCode(1, nil)
 			}
-			fmt.Fprintf(out, "OK %s: %d lines, chain intact, head sha256:%s\n", args[0], n, head)
+			if !keyed {
+				fmt.Fprintf(out, "OK %s: %d lines, chain intact, head %s:%s\n", args[0], sum.Lines, algo, sum.Head)
+				fmt.Fprintf(out, "unkeyed: integrity only against accidental damage, not against a writer (write and verify with %s)\n", auditKeyEnv)
+				return nil
+			}
+			fmt.Fprintf(out, "OK %s: %d records, chain intact, keyed (HMAC-SHA256, key id %s)", args[0], sum.Records, sum.KeyID)
+			if sum.LastHead != nil {
+				fmt.Fprintf(out, ", signed head at line %d (%d records, %s)", sum.LastHeadLine, sum.LastHead.Records, sum.LastHead.Time.Format(time.RFC3339))
+			}
+			if sum.Unsealed > 0 {
+				fmt.Fprintf(out, ", %d record(s) after it not sealed (--open)", sum.Unsealed)
+			}
+			fmt.Fprintf(out, ", head %s:%s\n", algo, sum.Head)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&cont, "continuation", false, "accept a first line that chains to an earlier (rotated) file")
+	cmd.Flags().BoolVar(&open, "open", false, "accept a keyed trail still being written (no signed head after its last records)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -145,21 +246,26 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	minRank := -1
 	var pol *policies.Policy
 	if q.level != "" {
-		if pol, err = policies.LoadRef(q.policy); err != nil {
+		if pol, err = policies.LoadRefContext(cmd.Context(), q.policy); err != nil {
 			return withCode(2, err)
 		}
 		if minRank = pol.Rank(q.level); minRank < 0 {
 			return withCode(2, fmt.Errorf("--level %q is not a level of policy %s (%s)", q.level, pol.Name, strings.Join(pol.Levels, ", ")))
 		}
 	}
-	fh, err := os.Open(file)
+	key, err := auditKey()
 	if err != nil {
 		return withCode(2, err)
+	}
+	fh, err := openInputReader(cmd.Context(), file)
+	if err != nil {
+		return withCode(2, &inputError{Path: file, Err: err})
 	}
 	defer fh.Close()
 	var matches []*sdk.AuditRecord
 	total := 0
-	_, _, err = sdk.ReadAudit(fh, q.cont, func(_ int, r *sdk.AuditRecord) error {
+	// A trail still being written is queried as it stands (Open).
+	_, err = sdk.VerifyAudit(fh, sdk.AuditVerifyOptions{Key: key, Continuation: q.cont, Open: true}, func(_ int, r *sdk.AuditRecord) error {
 		switch {
 		case q.destination != "" && r.Destination != q.destination:
 		case q.model != "" && !globMatch(q.model, r.Model):
@@ -174,11 +280,14 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 		return nil
 	})
 	var ce *sdk.ChainError
-	if errors.As(err, &ce) {
+	var ke *sdk.AuditKeyError
+	switch {
+	case errors.As(err, &ce):
 		return withCode(1, fmt.Errorf("%s: %w (results would not be trustworthy)", file, err))
-	}
-	if err != nil {
-		return withCode(2, err)
+	case errors.As(err, &ke):
+		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
+	case err != nil:
+		return withCode(2, &inputError{Path: file, Err: err})
 	}
 	out := cmd.OutOrStdout()
 	if q.asJSON {

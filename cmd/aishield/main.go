@@ -18,11 +18,17 @@ import (
 	"syscall"
 )
 
-func main() {
+func main() { os.Exit(runMain()) }
+
+// runMain runs the command line of the process. SIGINT and SIGTERM cancel
+// the context every command runs under, and commands stop promptly (a
+// read waiting on a pipe or a terminal included); once one has arrived the
+// handler is removed, so a second signal ends the process at once.
+func runMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	return run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // exitError carries a process exit code through cobra's error return.

@@ -51,6 +51,9 @@ func newPolicyLintCmd() *cobra.Command {
 					continue
 				}
 				all = append(all, policies.LintFile(cmd.Context(), a, policies.LintOptions{})...)
+				if cmd.Context().Err() != nil {
+					return withCode(2, fmt.Errorf("policy lint %s: %w", a, errInterrupted))
+				}
 			}
 			errs, warns, io := 0, 0, false
 			for _, d := range all {
@@ -100,7 +103,7 @@ func newPolicyExplainCmd() *cobra.Command {
 			if format != "text" && format != "json" {
 				return withCode(2, fmt.Errorf("--format must be text or json, not %q", format))
 			}
-			p, err := policies.LoadRef(args[0])
+			p, err := policies.LoadRefContext(cmd.Context(), args[0])
 			if err != nil {
 				return withCode(2, err)
 			}

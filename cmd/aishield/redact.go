@@ -3,12 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -19,6 +18,10 @@ import (
 
 // maxFilterInput bounds what redact reads from standard input.
 const maxFilterInput = sdk.DefaultMaxBody
+
+// maxVault bounds the vault file restore reads: redact writes at most one
+// entry per value of an input of maxFilterInput bytes.
+const maxVault = 4 * maxFilterInput
 
 func newRedactCmd() *cobra.Command {
 	var policyRef, dest, vaultPath string
@@ -37,7 +40,12 @@ nothing is written to standard output, the reasons go to standard error (masked)
 status is 1. Input must be UTF-8 text.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			pol, err := policies.LoadRef(policyRef)
+			// Checked before anything is read, so a refused vault path
+			// leaves everything as it was.
+			if err := checkOutputPath(vaultPath); err != nil {
+				return withCode(2, fmt.Errorf("--vault: %w", err))
+			}
+			pol, err := policies.LoadRefContext(cmd.Context(), policyRef)
 			if err != nil {
 				return withCode(2, err)
 			}
@@ -46,7 +54,9 @@ status is 1. Input must be UTF-8 text.`,
 					return withCode(2, fmt.Errorf("policy %q has no destination %q", pol.Name, dest))
 				}
 			}
-			in, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxFilterInput+1))
+			stdin, stop := contextReader(cmd.Context(), cmd.InOrStdin())
+			defer stop()
+			in, err := io.ReadAll(io.LimitReader(stdin, maxFilterInput+1))
 			if err != nil {
 				return withCode(2, fmt.Errorf("reading standard input: %w", err))
 			}
@@ -70,7 +80,7 @@ status is 1. Input must be UTF-8 text.`,
 				return withCode(2, err)
 			}
 			if err := writeVault(vaultPath, x.Vault()); err != nil {
-				return withCode(2, err)
+				return withCode(2, fmt.Errorf("--vault: %w", err))
 			}
 			if _, err := cmd.OutOrStdout().Write(x.Body); err != nil {
 				return err
@@ -88,44 +98,25 @@ status is 1. Input must be UTF-8 text.`,
 }
 
 // writeVault writes v to path readable and writable by its owner only,
-// replacing any previous vault at once: it is written to a temporary file
-// (0600) beside it and renamed, so that a restore at the end of the same
-// pipe never reads a half-written or previous vault once redact's output
-// has reached it.
+// replacing any previous vault at once (writeOutputFile), so that a
+// restore at the end of the same pipe never reads a half-written or
+// previous vault once redact's output has reached it. A path that is not a
+// regular file (a symlink, a device, a FIFO, a directory) is refused.
 func writeVault(path string, v *sdk.Vault) error {
 	var buf bytes.Buffer
 	if _, err := v.WriteTo(&buf); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(buf.Bytes())
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
+	return writeOutputFile(path, buf.Bytes(), 0o600)
 }
 
 // readVault loads the vault at path.
-func readVault(path string) (*sdk.Vault, error) {
-	f, err := os.Open(path)
+func readVault(ctx context.Context, path string) (*sdk.Vault, error) {
+	data, err := readInput(ctx, path, maxVault)
 	if err != nil {
-		return nil, err
+		return nil, &inputError{Path: path, Err: err}
 	}
-	defer f.Close()
-	v, err := sdk.ReadVault(f)
+	v, err := sdk.ReadVault(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -146,9 +137,11 @@ is read when the first byte of input arrives, not before: in
 once, and redact writes the vault before its output.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := bufio.NewReaderSize(cmd.InOrStdin(), 32<<10)
+			stdin, stop := contextReader(cmd.Context(), cmd.InOrStdin())
+			defer stop()
+			in := bufio.NewReaderSize(stdin, 32<<10)
 			_, perr := in.Peek(1)
-			v, err := readVault(vaultPath)
+			v, err := readVault(cmd.Context(), vaultPath)
 			if err != nil {
 				if errors.Is(perr, io.EOF) && errors.Is(err, fs.ErrNotExist) {
 					err = fmt.Errorf("no vault %s and nothing on standard input (did redact refuse the text?)", vaultPath)

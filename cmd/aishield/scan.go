@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -58,8 +57,15 @@ type fileResult struct {
 
 // scanReport is the whole run.
 type scanReport struct {
-	Files  []fileResult
-	Errors int // inputs that could not be read
+	Files []fileResult
+	// NotScanned lists what a walk found and did not read (FIFOs,
+	// sockets, devices, links not followed); not errors.
+	NotScanned []notScanned
+	// Errors counts inputs named on the command line, or directories, that
+	// could not be read: the report is incomplete, exit 2.
+	Errors int
+	// Interrupted is set when the scan stopped on SIGINT or SIGTERM.
+	Interrupted bool
 }
 
 func (r *scanReport) findings() int {
@@ -72,6 +78,7 @@ func (r *scanReport) findings() int {
 
 func newScanCmd() *cobra.Command {
 	var format string
+	var follow bool
 	var sp *scanPolicy
 	cmd := &cobra.Command{
 		Use:   "scan [PATH|-]...",
@@ -80,7 +87,16 @@ func newScanCmd() *cobra.Command {
 built-in detectors find: PII, secrets and confidentiality markers. "-" reads standard input.
 Office documents (DOCX, XLSX, PPTX) are scanned with their sensitivity label.
 
-Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors.
+Paths named on the command line are followed if they are symbolic links: a file is read, a
+directory walked, a named pipe or a process substitution (<(cmd), /dev/fd/N) read as a stream.
+Links found while walking are not followed unless --follow (loops are detected); FIFOs,
+sockets and devices found while walking are never opened: they are listed as "not scanned"
+with the reason and counted in the summary, without changing the exit status.
+
+Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors: an
+input named on the command line that could not be read (missing, a device, a socket), an
+unreadable directory, or an interruption (SIGINT, SIGTERM); the report is then marked
+incomplete.
 With --fail-on LEVEL, 1 only for findings at or above that policy level. With
 --destination NAME, 0 when every file may be sent there as is, 1 when one must be
 redacted or is blocked (its content or its size), 2 on errors.
@@ -96,14 +112,14 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 			if len(args) == 0 {
 				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
 			}
-			if err := sp.setup(); err != nil {
+			if err := sp.setup(cmd.Context()); err != nil {
 				return withCode(2, err)
 			}
 			sc, err := sp.scanner(format)
 			if err != nil {
 				return withCode(2, err)
 			}
-			rep := runScan(cmd.Context(), sc, args, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
+			rep := runScan(cmd.Context(), sc, args, follow, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
@@ -118,6 +134,9 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 			if err != nil {
 				return withCode(2, err)
 			}
+			if rep.Interrupted {
+				return withCode(2, errors.New("scan interrupted: the report above is incomplete"))
+			}
 			if rep.Errors > 0 {
 				return withCode(2, nil)
 			}
@@ -128,55 +147,40 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or sarif")
+	cmd.Flags().BoolVar(&follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
 	sp = addScanPolicyFlags(cmd)
 	return cmd
 }
 
-// runScan collects the files under args, scans them in order and reports
-// unreadable inputs on errOut. onFile, when not nil, sees each result while
-// its text is still held.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
-	rep := &scanReport{}
-	var files []string
-	for _, a := range args {
-		if a == "-" {
-			files = append(files, "-")
-			continue
-		}
-		err := filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == ".git" {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() {
-				files = append(files, p)
-			}
-			return nil
-		})
-		if err != nil {
-			fmt.Fprintf(errOut, "aishield: %v\n", err)
-			rep.Errors++
-		}
-	}
-	progress := len(files) > progressThreshold && isTerminal(errOut)
-	for i, p := range files {
+// runScan collects the inputs of args (scanInputs), scans them in order
+// and reports unreadable inputs on errOut. onFile, when not nil, sees each
+// result while its text is still held. When ctx is done the scan stops
+// and rep.Interrupted is set.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, follow bool, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
+	inputs, skipped, errs := scanInputs(args, follow, errOut)
+	rep := &scanReport{NotScanned: skipped, Errors: errs}
+	progress := len(inputs) > progressThreshold && isTerminal(errOut)
+	for i, in := range inputs {
 		if ctx.Err() != nil {
 			break
 		}
 		if progress && i%50 == 0 {
-			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(files))
+			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
 		}
-		res, err := scanOne(ctx, sc, p, stdin)
+		res, err := scanOne(ctx, sc, in, stdin)
+		var nr *errNotRegular
+		if errors.As(err, &nr) && in.walked {
+			rep.NotScanned = append(rep.NotScanned, notScanned{Path: in.path, Reason: nr.kind})
+			continue
+		}
 		if err == nil && onFile != nil {
 			err = onFile(ctx, res)
 		}
+		if ctx.Err() != nil {
+			break
+		}
 		if err != nil {
-			fmt.Fprintf(errOut, "aishield: %s: %v\n", p, err)
+			fmt.Fprintf(errOut, "aishield: %s: %v\n", in.path, err)
 			rep.Errors++
 			continue
 		}
@@ -184,8 +188,9 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, stdin 
 		rep.Files = append(rep.Files, *res)
 	}
 	if progress {
-		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(files), "")
+		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
 	}
+	rep.Interrupted = ctx.Err() != nil
 	return rep
 }
 
@@ -194,20 +199,30 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-// scanOne scans one file ("-" is standard input).
-func scanOne(ctx context.Context, sc *classifiers.Scanner, p string, stdin io.Reader) (*fileResult, error) {
-	var r io.Reader = stdin
-	name := p
-	if p != "-" {
-		f, err := os.Open(p)
+// scanOne scans one input: a file, or a stream ("-" is standard input)
+// read as it comes, whole up to maxWholeFile and streamed beyond. Reads
+// waiting on a pipe or a terminal end when ctx is done.
+func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) (*fileResult, error) {
+	name := in.path
+	var r io.Reader
+	switch {
+	case in.path == "-":
+		cr, stop := contextReader(ctx, stdin)
+		defer stop()
+		r = cr
+	case in.stream:
+		f, err := openInputReader(ctx, in.path)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		st, err := f.Stat()
+		r = f
+	default:
+		f, st, err := openScanFile(in.path)
 		if err != nil {
 			return nil, err
 		}
+		defer f.Close()
 		if st.Size() > maxWholeFile {
 			return scanLarge(ctx, sc, name, f)
 		}
@@ -217,7 +232,7 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, p string, stdin io.Re
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxWholeFile { // standard input can be of any size
+	if len(data) > maxWholeFile { // a stream can be of any size
 		return scanLarge(ctx, sc, name, io.MultiReader(bytes.NewReader(data), r))
 	}
 	doc, err := sc.ScanDocument(ctx, filepath.Base(name), data)
@@ -269,12 +284,26 @@ func writeScanText(w io.Writer, rep *scanReport) error {
 			withFindings++
 		}
 	}
+	for _, x := range rep.NotScanned {
+		if _, err := fmt.Fprintf(w, "%s: not scanned: %s\n", x.Path, x.Reason); err != nil {
+			return err
+		}
+	}
 	summary := fmt.Sprintf("%d findings in %d of %d files", n, withFindings, len(rep.Files))
 	if n == 0 {
 		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
 	}
 	if skipped > 0 {
 		summary += fmt.Sprintf(" (%d skipped: binary)", skipped)
+	}
+	if len(rep.NotScanned) > 0 {
+		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", len(rep.NotScanned))
+	}
+	switch {
+	case rep.Interrupted:
+		summary = "incomplete, interrupted: " + summary
+	case rep.Errors > 0:
+		summary = fmt.Sprintf("incomplete, %d input(s) could not be read: %s", rep.Errors, summary)
 	}
 	_, err := fmt.Fprintln(w, summary)
 	return err
@@ -293,8 +322,11 @@ type jsonFile struct {
 
 func writeScanJSON(w io.Writer, rep *scanReport) error {
 	out := struct {
-		Files []jsonFile `json:"files"`
-	}{Files: []jsonFile{}}
+		Files      []jsonFile   `json:"files"`
+		NotScanned []notScanned `json:"not_scanned,omitempty"`
+		Errors     int          `json:"errors,omitempty"`
+		Incomplete bool         `json:"incomplete,omitempty"`
+	}{Files: []jsonFile{}, NotScanned: rep.NotScanned, Errors: rep.Errors, Incomplete: rep.Errors > 0 || rep.Interrupted}
 	for _, f := range rep.Files {
 		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}, Decision: f.Decision}
 		for _, x := range f.Findings {

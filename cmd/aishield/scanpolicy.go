@@ -45,14 +45,14 @@ func addScanPolicyFlags(cmd *cobra.Command) *scanPolicy {
 }
 
 // setup loads the policy and checks the flags; errors are usage errors.
-func (sp *scanPolicy) setup() error {
+func (sp *scanPolicy) setup(ctx context.Context) error {
 	if sp.ref == "" && (sp.dest != "" || sp.failOn != "") {
 		sp.ref = "default"
 	}
 	if sp.ref == "" {
 		return nil
 	}
-	p, err := policies.LoadRef(sp.ref)
+	p, err := policies.LoadRefContext(ctx, sp.ref)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -12,9 +11,7 @@ import (
 // aishield command in a subprocess as "aishield".
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"aishield": func() {
-			os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-		},
+		"aishield": func() { os.Exit(runMain()) },
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,18 +60,12 @@ mismatches, never printing a raw value. Exit status: 0 clean, 1 contaminated,
 	return cmd
 }
 
-func readCapture(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// readCapture reads a captured file (readInput's rules: a regular file or
+// a pipe, at most maxCapture bytes).
+func readCapture(ctx context.Context, path string) ([]byte, error) {
+	data, err := readInput(ctx, path, maxCapture)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxCapture+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxCapture {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxCapture)
+		return nil, &inputError{Path: path, Err: err}
 	}
 	return data, nil
 }
@@ -93,15 +86,15 @@ func (v *verdict) contaminated() bool { return len(v.Signals) > 0 }
 
 // verifyCapture replays a captured exchange through the guard.
 func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*verdict, error) {
-	p, err := policies.LoadRef(policyRef)
+	p, err := policies.LoadRefContext(ctx, policyRef)
 	if err != nil {
 		return nil, err
 	}
-	reqData, err := readCapture(reqPath)
+	reqData, err := readCapture(ctx, reqPath)
 	if err != nil {
 		return nil, err
 	}
-	respData, err := readCapture(respPath)
+	respData, err := readCapture(ctx, respPath)
 	if err != nil {
 		return nil, err
 	}

@@ -187,6 +187,12 @@ func Run(ctx context.Context, paths []string, opts Options) (*Report, error) {
 			continue
 		}
 		if !st.IsDir() {
+			if !st.Mode().IsRegular() {
+				// A pipe or a device would be read without a bound, or
+				// never end.
+				rep.add(Result{File: p, Status: Error, Messages: []string{fmt.Sprintf("not a regular file (mode %v)", st.Mode().Type())}})
+				continue
+			}
 			files = append(files, p)
 			continue
 		}
@@ -197,7 +203,7 @@ func Run(ctx context.Context, paths []string, opts Options) (*Report, error) {
 			if d.IsDir() && path != p && (d.Name() == ".git" || d.Name() == "node_modules") {
 				return filepath.SkipDir
 			}
-			if !d.IsDir() && IsTestFile(d.Name()) {
+			if d.Type().IsRegular() && IsTestFile(d.Name()) {
 				files = append(files, path)
 			}
 			return nil
@@ -275,7 +281,7 @@ func runTestFile(ctx context.Context, path string, opts Options, rep *Report) {
 	if !slices.Contains(policies.Presets(), ref) && !filepath.IsAbs(ref) {
 		ref = filepath.Join(dir, ref)
 	}
-	p, err := policies.LoadRef(ref)
+	p, err := policies.LoadRefContext(ctx, ref)
 	if err != nil {
 		fail(err)
 		return

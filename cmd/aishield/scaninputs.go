@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// scanInput is one input of a scan.
+type scanInput struct {
+	path string
+	// stream is set for "-" and for a pipe named on the command line (a
+	// FIFO, a process substitution's /dev/fd/N): read as a stream.
+	stream bool
+	// walked is set for a file found while walking a directory: it must
+	// still be a regular file when opened.
+	walked bool
+}
+
+// notScanned is a file a walk found and did not read, with the reason.
+type notScanned struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// scanInputs turns the command line into the inputs of a scan, in order.
+// Inputs named on the command line are followed if they are symlinks (the
+// user named them): a file is read, a directory walked, a pipe read as a
+// stream; anything else named there, or missing, is an input error,
+// reported on errOut and counted in errs. During a walk, .git is skipped,
+// symlinks are followed only with follow (a link to a directory that is
+// one of its own ancestors is a loop, not followed), and FIFOs, sockets and
+// devices are never opened: they are listed in skipped with the reason.
+func scanInputs(args []string, follow bool, errOut io.Writer) (inputs []scanInput, skipped []notScanned, errs int) {
+	w := &walker{follow: follow, errOut: errOut}
+	for _, a := range args {
+		if a == "-" {
+			w.inputs = append(w.inputs, scanInput{path: "-", stream: true})
+			continue
+		}
+		st, err := os.Stat(a)
+		if err != nil {
+			w.fail(err)
+			continue
+		}
+		switch m := st.Mode(); {
+		case m.IsRegular():
+			w.inputs = append(w.inputs, scanInput{path: a})
+		case m.IsDir():
+			w.dir(a, []fs.FileInfo{st})
+		case m&fs.ModeNamedPipe != 0:
+			w.inputs = append(w.inputs, scanInput{path: a, stream: true})
+		default:
+			w.fail(&inputError{Path: a, Err: fmt.Errorf("not a file, a directory or a pipe (it is %s)", fileKind(m))})
+		}
+	}
+	return w.inputs, w.skipped, w.errs
+}
+
+type walker struct {
+	follow  bool
+	errOut  io.Writer
+	inputs  []scanInput
+	skipped []notScanned
+	errs    int
+}
+
+func (w *walker) fail(err error) {
+	fmt.Fprintf(w.errOut, "aishield: %v\n", err)
+	w.errs++
+}
+
+func (w *walker) skip(path, reason string) {
+	w.skipped = append(w.skipped, notScanned{Path: path, Reason: reason})
+}
+
+// dir walks the directory path, whose own directory and ancestors in this
+// walk are ancestors (for loop detection), in lexical order.
+func (w *walker) dir(path string, ancestors []fs.FileInfo) {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(path, e.Name())
+		m := e.Type()
+		var info fs.FileInfo
+		if m&fs.ModeSymlink != 0 {
+			if !w.follow {
+				w.skip(p, "symbolic link, not followed (--follow follows links)")
+				continue
+			}
+			if info, err = os.Stat(p); err != nil {
+				w.skip(p, "broken symbolic link")
+				continue
+			}
+			m = info.Mode().Type()
+		}
+		switch {
+		case m.IsDir():
+			if e.Name() == ".git" {
+				continue
+			}
+			if info == nil {
+				if info, err = e.Info(); err != nil {
+					w.fail(err)
+					continue
+				}
+			}
+			if loop(info, ancestors) {
+				w.skip(p, "symbolic link loop (a link to one of its own parent directories)")
+				continue
+			}
+			w.dir(p, append(ancestors[:len(ancestors):len(ancestors)], info))
+		case m.IsRegular():
+			w.inputs = append(w.inputs, scanInput{path: p, walked: true})
+		default:
+			w.skip(p, fileKind(m))
+		}
+	}
+}
+
+func loop(info fs.FileInfo, ancestors []fs.FileInfo) bool {
+	for _, a := range ancestors {
+		if os.SameFile(a, info) {
+			return true
+		}
+	}
+	return false
+}
+
+// errNotRegular is a walked file that was no longer a regular file when
+// opened.
+type errNotRegular struct{ kind string }
+
+func (e *errNotRegular) Error() string { return "no longer a regular file (it is " + e.kind + ")" }
+
+// openScanFile opens a regular file to scan without ever blocking: the
+// open does not wait for a writer if a FIFO took the file's place since
+// the walk (O_NONBLOCK), and the file opened must be regular.
+func openScanFile(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &errNotRegular{kind: fileKind(st.Mode())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
+}
+
+// contextReader returns a reader of r whose reads end with errInterrupted
+// once ctx is done, even while r waits (a terminal, a pipe with no data):
+// r is read by a goroutine that ends with r's next read. stop releases the
+// context's callback.
+func contextReader(ctx context.Context, r io.Reader) (io.Reader, func()) {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err)
+	}()
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(errInterrupted) })
+	return pr, func() { stop(); pr.Close() }
+}
