@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/policies"
-	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/proxy"
 )
@@ -139,13 +138,19 @@ from the connection itself.`,
 				}
 				opts.Store = fingerprint.NewRedisStore(rc, ropts)
 			}
+			// The key of AISHIELD_AUDIT_KEY keys the chain of --audit's trail
+			// and of the policy's audit: trail alike.
+			if opts.AuditKey, err = auditKey(); err != nil {
+				return withCode(2, err)
+			}
 			if auditPath != "" {
-				// Continue the trail's chain: a restarted proxy appends to it.
-				auditLog, f, err := sdk.OpenAuditLog(auditPath)
+				// Continue the trail's chain: a restarted proxy appends to
+				// it; on shutdown its signed head is written.
+				auditLog, closeTrail, err := openAuditTrail(auditPath)
 				if err != nil {
 					return withCode(2, fmt.Errorf("--audit %s: %w", auditPath, err))
 				}
-				defer f.Close()
+				defer closeTrail()
 				opts.AuditLog = auditLog
 			}
 			ln, err := net.Listen("tcp", listen)

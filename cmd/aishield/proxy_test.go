@@ -169,6 +169,14 @@ inbound:
 // to start a new chain, which read as tampered: "line 2: prev does not
 // match"). The caller's key is in no line.
 func TestProxyAuditRestartCLI(t *testing.T) {
+	t.Run("unkeyed", func(t *testing.T) { proxyAuditRestart(t, "") })
+	// With AISHIELD_AUDIT_KEY the chain is keyed and each run seals the
+	// trail with a signed head on shutdown; the next run continues it.
+	t.Run("keyed", func(t *testing.T) { proxyAuditRestart(t, "00112233445566778899aabbccddeeff") })
+}
+
+func proxyAuditRestart(t *testing.T, key string) {
+	t.Setenv("AISHIELD_AUDIT_KEY", key)
 	ts := pagedcache.NewTestServer(t)
 	dir := t.TempDir()
 	pol, audit := filepath.Join(dir, "policy.yaml"), filepath.Join(dir, "audit.jsonl")
@@ -203,12 +211,23 @@ func TestProxyAuditRestartCLI(t *testing.T) {
 	}
 	var out bytes.Buffer
 	if code := run(context.Background(), []string{"audit", "verify", audit}, strings.NewReader(""), &out, &out); code != 0 ||
-		!strings.Contains(out.String(), "2 lines, chain intact") {
+		!strings.Contains(out.String(), "chain intact") {
 		t.Fatalf("aishield audit verify: exit %d: %s", code, out.String())
+	}
+	if key != "" {
+		// Without the key, the keyed trail cannot be checked: an input error.
+		t.Setenv("AISHIELD_AUDIT_KEY", "")
+		var out bytes.Buffer
+		if code := run(context.Background(), []string{"audit", "verify", audit}, strings.NewReader(""), &out, &out); code != 2 {
+			t.Fatalf("aishield audit verify without the key: exit %d, want 2: %s", code, out.String())
+		}
 	}
 	data, err := os.ReadFile(audit)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if key != "" && !strings.Contains(string(data), `"chain":"hmac-sha256:`) {
+		t.Errorf("audit trail: AISHIELD_AUDIT_KEY is set but the chain is not keyed: %s", data)
 	}
 	if strings.Contains(string(data), "sk-restart") || !strings.Contains(string(data), `"principal":"key:`) {
 		t.Errorf("audit trail: want the hashed principal, never the key: %s", data)

@@ -169,6 +169,9 @@ type Options struct {
 	// guard the same way, closed by Close), none otherwise. The metrics
 	// are fed from the same records either way.
 	AuditLog *sdk.AuditLog
+	// AuditKey keys the chain of the trail the policy's audit: section
+	// opens (sdk.Options.AuditKey); nil keeps plain SHA-256.
+	AuditKey []byte
 	// PrincipalHeader names the request header that names the principal
 	// (see the package documentation); "" means DefaultPrincipalHeader.
 	PrincipalHeader string
@@ -345,7 +348,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 
 	g, err := sdk.New(ctx, sdk.Options{Policy: opts.Policy, Key: opts.Key, Store: opts.Store, CanaryKey: opts.CanaryKey,
-		AuditLog: opts.AuditLog, OnRecord: p.metrics.record})
+		AuditLog: opts.AuditLog, AuditKey: opts.AuditKey, OnRecord: p.metrics.record})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
