@@ -769,11 +769,19 @@ func (g *Guard) redact(v *Vault, s string, fs []classifiers.Finding) (string, in
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Start < fs[j].Start })
 	var b strings.Builder
 	b.Grow(len(s) + 16*len(fs))
-	last, n := 0, 0
+	// Overlapping findings (a custom rule over a built-in one, a value
+	// found both as written and decoded) are redacted as one span, under
+	// the first one's detector: no byte of either stays in clear.
+	spans := make([]classifiers.Finding, 0, len(fs))
 	for _, f := range fs {
-		if f.Start < last {
+		if k := len(spans) - 1; k >= 0 && f.Start < spans[k].End {
+			spans[k].End = max(spans[k].End, f.End)
 			continue
 		}
+		spans = append(spans, f)
+	}
+	last, n := 0, 0
+	for _, f := range spans {
 		b.WriteString(s[last:f.Start])
 		switch g.policy.Redaction.Style {
 		case policies.RedactMask:
