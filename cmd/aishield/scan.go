@@ -36,6 +36,9 @@ type scanFinding struct {
 	Column     int                  `json:"column"`
 	Confidence float64              `json:"confidence"`
 	Preview    string               `json:"preview"`
+	// Encoding names the encoding the value was found under (base64,
+	// hex, percent); absent when it was written as it is.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // fileResult is the scan of one file; later commands (policy decisions,
@@ -331,7 +334,7 @@ func writeScanJSON(w io.Writer, rep *scanReport) error {
 		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}, Decision: f.Decision}
 		for _, x := range f.Findings {
 			jf.Findings = append(jf.Findings, scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
-				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview})
+				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding})
 		}
 		out.Files = append(out.Files, jf)
 	}
