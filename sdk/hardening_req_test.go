@@ -531,7 +531,7 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		c, audit := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{
 			File:   openai.File(bytes.NewReader([]byte("ID3\x04\x00\x00\x00binary\x00audio")), "a.mp3", "audio/mpeg"),
-			Model:  openai.AudioModelWhisper1,
+			Model:  openai.AudioModelGPTTranscribe,
 			Prompt: openai.String("names: " + email)})
 		r := rec.received()
 		if len(r) != 1 || bytes.Contains(r[0].body, []byte(email)) || !placeholderRE.Match(r[0].body) || !bytes.Contains(r[0].body, []byte("binary\x00audio")) {

@@ -62,7 +62,7 @@ func parseRedisTarget(arg, password string, caPEM []byte) (*redisTarget, error) 
 		t.display = (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 		o, err := redis.ParseURL(arg)
 		if err != nil {
-			return nil, fmt.Errorf("Redis URL %s: %s", t.display, scrubSecrets(err.Error(), append(urlSecrets(arg), arg)...))
+			return nil, fmt.Errorf("the Redis URL %s: %s", t.display, scrubSecrets(err.Error(), append(urlSecrets(arg), arg)...))
 		}
 		t.opts = o
 	} else {
