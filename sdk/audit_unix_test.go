@@ -11,10 +11,10 @@ import (
 	"github.com/aishield/aishield/sdk"
 )
 
-// TestHardening17OpenAuditLogSpecialFiles: the trail is appended to a
+// TestHardening12OpenAuditLogSpecialFiles: the trail is appended to a
 // regular file only; a FIFO (which would hold the reading of its last
 // line forever), a device and a directory are refused at once.
-func TestHardening17OpenAuditLogSpecialFiles(t *testing.T) {
+func TestHardening12OpenAuditLogSpecialFiles(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
