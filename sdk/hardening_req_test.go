@@ -11,10 +11,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go"
@@ -24,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/aishield/aishield/internal/upstreamtest"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
@@ -52,50 +51,6 @@ default:
   block_at: restricted
 failure_mode: %s
 `
-
-// recorded is a request as the upstream received it.
-type recorded struct {
-	uri, path, contentType, contentEncoding string
-	body                                    []byte
-}
-
-// recorder is an upstream that records every request and answers each API
-// with a minimal valid answer ("ok").
-type recorder struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []recorded
-}
-
-func newRecorder(t testing.TB) *recorder {
-	rec := &recorder{}
-	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rec.mu.Lock()
-		rec.reqs = append(rec.reqs, recorded{uri: r.RequestURI, path: r.URL.Path, contentType: r.Header.Get("Content-Type"),
-			contentEncoding: r.Header.Get("Content-Encoding"), body: body})
-		rec.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/chat/completions"):
-			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
-		case strings.HasSuffix(r.URL.Path, "/messages"):
-			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":20,"output_tokens":1}}`)
-		case strings.HasSuffix(r.URL.Path, "/responses"):
-			io.WriteString(w, `{"id":"resp_1","object":"response","created_at":1,"status":"completed","model":"gpt-4o","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":20,"output_tokens":1,"total_tokens":21}}`)
-		default:
-			io.WriteString(w, `{"id":"file-1","object":"file","bytes":1,"created_at":1,"filename":"f","purpose":"assistants","status":"processed"}`)
-		}
-	}))
-	t.Cleanup(rec.Close)
-	return rec
-}
-
-func (rec *recorder) received() []recorded {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return append([]recorded(nil), rec.reqs...)
-}
 
 // hardClient returns an HTTP client whose Transport guards with hardPolicy
 // (failure mode mode), forcing destination "up", with its audit trail.
@@ -132,7 +87,7 @@ func post(t testing.TB, c *http.Client, url string, body []byte, header map[stri
 
 // wantRefused checks an answer is the guard's refusal with status and API
 // error code, and that nothing reached the upstream.
-func wantRefused(t testing.TB, rec *recorder, status int, code string, gotStatus int, retry, body string) {
+func wantRefused(t testing.TB, rec *upstreamtest.Recorder, status int, code string, gotStatus int, retry, body string) {
 	t.Helper()
 	if gotStatus != status || retry != "false" || !strings.Contains(body, `"code":"`+code+`"`) && !strings.Contains(body, `"type":"`+code+`"`) {
 		t.Fatalf("answer %d (X-Should-Retry %q) %s; want %d %s", gotStatus, retry, body, status, code)
@@ -140,7 +95,7 @@ func wantRefused(t testing.TB, rec *recorder, status int, code string, gotStatus
 	if strings.Contains(body, "jean.dupont") || strings.Contains(body, "glpat-") {
 		t.Fatalf("the refusal shows a value: %s", body)
 	}
-	if n := len(rec.received()); n != 0 {
+	if n := len(rec.Received()); n != 0 {
 		t.Fatalf("the upstream received %d requests", n)
 	}
 }
@@ -183,7 +138,7 @@ func TestHardening02DuplicateKeys(t *testing.T) {
 	for _, mode := range []string{"closed", "open"} {
 		for _, ct := range []string{"application/json", "text/plain", ""} {
 			t.Run(mode+"/"+ct, func(t *testing.T) {
-				rec := newRecorder(t)
+				rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 				c, _ := hardClient(t, mode, 0)
 				h := map[string]string{}
 				if ct != "" {
@@ -202,17 +157,17 @@ func TestHardening02DuplicateKeys(t *testing.T) {
 func TestHardening03NotLabelledJSON(t *testing.T) {
 	for _, ct := range []string{"text/plain", "application/octet-stream", "application/x-www-form-urlencoded", "text/plain; charset=utf-8"} {
 		t.Run(ct, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "closed", 0)
 			status, _, got := post(t, c, rec.URL+"/v1/chat/completions", escapedChat(), map[string]string{"Content-Type": ct})
 			if status != 200 {
 				t.Fatalf("%d %s", status, got)
 			}
-			r := rec.received()
+			r := rec.Received()
 			if len(r) != 1 {
 				t.Fatalf("upstream received %d requests", len(r))
 			}
-			if s := jsonStrings(t, r[0].body); strings.Contains(s, email) || !placeholderRE.MatchString(s) {
+			if s := jsonStrings(t, r[0].Body); strings.Contains(s, email) || !placeholderRE.MatchString(s) {
 				t.Fatalf("the upstream, parsing the body as JSON, reads %q", s)
 			}
 		})
@@ -225,7 +180,7 @@ func TestHardening03NotLabelledJSON(t *testing.T) {
 func TestHardening03JSONPrefix(t *testing.T) {
 	for _, ct := range []string{"text/plain", "application/octet-stream", "application/json"} {
 		t.Run(ct, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "open", 0)
 			body := append(escapedChat(), " trailing"...)
 			status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", body, map[string]string{"Content-Type": ct})
@@ -233,10 +188,10 @@ func TestHardening03JSONPrefix(t *testing.T) {
 		})
 	}
 	t.Run("a text starting with a JSON array stays a text", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, _, got := post(t, c, rec.URL+"/v1/notes", []byte("[1] write to "+email), map[string]string{"Content-Type": "text/plain"})
-		if r := rec.received(); status != 200 || len(r) != 1 || bytes.Contains(r[0].body, []byte(email)) {
+		if r := rec.Received(); status != 200 || len(r) != 1 || bytes.Contains(r[0].Body, []byte(email)) {
 			t.Fatalf("%d %s; upstream %q", status, got, r)
 		}
 	})
@@ -258,24 +213,24 @@ func TestHardening03ContentEncoding(t *testing.T) {
 		{"identity then gzip", "identity, gzip", gzipped(plain)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "closed", 0)
 			status, _, got := post(t, c, rec.URL+"/v1/chat/completions", tc.body,
 				map[string]string{"Content-Type": "application/json", "Content-Encoding": tc.encoding})
 			if status != 200 {
 				t.Fatalf("%d %s", status, got)
 			}
-			r := rec.received()
-			if len(r) != 1 || r[0].contentEncoding != "" {
+			r := rec.Received()
+			if len(r) != 1 || r[0].Header.Get("Content-Encoding") != "" {
 				t.Fatalf("upstream received %+v", r)
 			}
-			if s := jsonStrings(t, r[0].body); strings.Contains(s, email) || !placeholderRE.MatchString(s) {
+			if s := jsonStrings(t, r[0].Body); strings.Contains(s, email) || !placeholderRE.MatchString(s) {
 				t.Fatalf("upstream read %q", s)
 			}
 		})
 	}
 	t.Run("secret in gzip blocked", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", gzipped(chatBody("deploy with "+secret)),
 			map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
@@ -295,7 +250,7 @@ func TestHardening03ContentEncoding(t *testing.T) {
 		{"brotli bomb", "br", brotlied(make([]byte, 8<<20)), 413, "request_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "open", 1<<20)
 			status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", tc.body,
 				map[string]string{"Content-Type": "application/json", "Content-Encoding": tc.encoding})
@@ -314,72 +269,72 @@ func TestHardening03FailOpenSendsPlain(t *testing.T) {
 	}
 	g := newGuard(t, sdk.Options{Policy: p, Classifier: panicky{}})
 	c := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "up"}}
-	rec := newRecorder(t)
+	rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 	plain := chatBody("hello")
 	status, _, got := post(t, c, rec.URL+"/v1/chat/completions", gzipped(plain), map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
-	if r := rec.received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].body, plain) || r[0].contentEncoding != "" {
+	if r := rec.Received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].Body, plain) || r[0].Header.Get("Content-Encoding") != "" {
 		t.Fatalf("%d %s; upstream received %q", status, got, r)
 	}
 }
 
 func TestHardening03TypesReadOrRefused(t *testing.T) {
 	t.Run("text redacted", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, _, got := post(t, c, rec.URL+"/v1/notes", []byte("write to "+email), map[string]string{"Content-Type": "text/plain"})
 		if status != 200 {
 			t.Fatalf("%d %s", status, got)
 		}
-		if r := rec.received(); len(r) != 1 || strings.Contains(string(r[0].body), email) || !placeholderRE.Match(r[0].body) {
+		if r := rec.Received(); len(r) != 1 || strings.Contains(string(r[0].Body), email) || !placeholderRE.Match(r[0].Body) {
 			t.Fatalf("upstream received %+v", r)
 		}
 	})
 	t.Run("form redacted and re-encoded", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, _, got := post(t, c, rec.URL+"/v1/search", []byte("q=write+to+jean.dupont%40acme-corp.fr&x=a%3Bb"),
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		if status != 200 {
 			t.Fatalf("%d %s", status, got)
 		}
-		r := rec.received()
+		r := rec.Received()
 		if len(r) != 1 {
 			t.Fatal("nothing sent")
 		}
-		sent := string(r[0].body)
+		sent := string(r[0].Body)
 		if strings.Contains(strings.ToLower(sent), "jean.dupont") || !strings.Contains(sent, "&x=a%3Bb") || !strings.HasPrefix(sent, "q=write+to+%5B%5B") {
 			t.Fatalf("upstream received %q", sent)
 		}
 	})
 	t.Run("secret in a form blocked", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, retry, got := post(t, c, rec.URL+"/v1/search", []byte("q=GITLAB%3Dglpat-x9Kd7Lm2Qw8Rt4Vb6Yn1"),
 			map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 		wantRefused(t, rec, 403, "aishield_blocked", status, retry, got)
 	})
 	t.Run("unknown type refused", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "open", 0)
 		status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", []byte("write to "+email),
 			map[string]string{"Content-Type": "application/octet-stream"})
 		wantRefused(t, rec, 415, "unsupported_media_type", status, retry, got)
 	})
 	t.Run("latin-1 text refused", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, retry, got := post(t, c, rec.URL+"/v1/notes", []byte("caf\xe9"), map[string]string{"Content-Type": "text/plain; charset=iso-8859-1"})
 		wantRefused(t, rec, 415, "unsupported_media_type", status, retry, got)
 	})
 	t.Run("unknown type passes through where the policy says", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, audit := hardClient(t, "closed", 0)
 		audio := []byte("ID3\x04\x00\x00\x00\x00\x00\x00binary audio")
 		status, _, got := post(t, c, rec.URL+"/v1/audio/speech", audio, map[string]string{"Content-Type": "audio/mpeg"})
 		if status != 200 {
 			t.Fatalf("%d %s", status, got)
 		}
-		if r := rec.received(); len(r) != 1 || !bytes.Equal(r[0].body, audio) {
+		if r := rec.Received(); len(r) != 1 || !bytes.Equal(r[0].Body, audio) {
 			t.Fatalf("upstream received %+v", r)
 		}
 		if !strings.Contains(audit.String(), `"passthrough":true`) || !strings.Contains(audit.String(), `"verdict":"unverified"`) {
@@ -400,7 +355,7 @@ func boardMinutes(t testing.TB) []byte {
 }
 
 // openaiRec is an openai-go client through a guarded Transport to rec.
-func openaiRec(rec *recorder, c *http.Client) *openai.Client {
+func openaiRec(rec *upstreamtest.Recorder, c *http.Client) *openai.Client {
 	client := openai.NewClient(option.WithAPIKey("test-key"), option.WithBaseURL(rec.URL+"/v1/"),
 		option.WithMaxRetries(0), option.WithHTTPClient(c))
 	return &client
@@ -423,17 +378,17 @@ func apiStatus(err error) int {
 func TestHardening04MultipartUpload(t *testing.T) {
 	ctx := context.Background()
 	t.Run("confidential docx blocked (openai-go)", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Files.New(ctx, openai.FileNewParams{
 			File:    openai.File(bytes.NewReader(boardMinutes(t)), "board-minutes.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
 			Purpose: openai.FilePurposeAssistants})
-		if apiStatus(err) != 403 || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if apiStatus(err) != 403 || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("confidential docx blocked (go-openai)", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		path := t.TempDir() + "/board-minutes.docx"
 		if err := os.WriteFile(path, boardMinutes(t), 0o600); err != nil {
@@ -443,38 +398,38 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		cfg.BaseURL, cfg.HTTPClient = rec.URL+"/v1", c
 		_, err := goopenai.NewClientWithConfig(cfg).CreateFile(ctx, goopenai.FileRequest{FileName: "board-minutes.docx", FilePath: path, Purpose: "assistants"})
 		var apiErr *goopenai.APIError
-		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 403 || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 403 || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("e-mail in a text file blocked, not redactable in place", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Files.New(ctx, openai.FileNewParams{
 			File:    openai.File(strings.NewReader(`{"messages":[{"role":"user","content":"write to `+email+`"}]}`+"\n"), "train.jsonl", "application/jsonl"),
 			Purpose: openai.FilePurposeFineTune})
 		var oe *openai.Error
-		if !errors.As(err, &oe) || oe.StatusCode != 403 || !strings.Contains(oe.Message, "cannot be redacted in place") || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if !errors.As(err, &oe) || oe.StatusCode != 403 || !strings.Contains(oe.Message, "cannot be redacted in place") || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("clean upload re-encoded from its parts", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		content := "The meeting is at noon.\n"
 		if _, err := openaiRec(rec, c).Files.New(ctx, openai.FileNewParams{
 			File: openai.File(strings.NewReader(content), "notes.txt", "text/plain"), Purpose: openai.FilePurposeAssistants}); err != nil {
 			t.Fatal(err)
 		}
-		r := rec.received()
+		r := rec.Received()
 		if len(r) != 1 {
 			t.Fatal("nothing sent")
 		}
-		mt, params, err := mime.ParseMediaType(r[0].contentType)
+		mt, params, err := mime.ParseMediaType(r[0].Header.Get("Content-Type"))
 		if err != nil || mt != "multipart/form-data" || !strings.HasPrefix(params["boundary"], "aishield") {
-			t.Fatalf("upstream Content-Type %q", r[0].contentType)
+			t.Fatalf("upstream Content-Type %q", r[0].Header.Get("Content-Type"))
 		}
-		mr := multipart.NewReader(bytes.NewReader(r[0].body), params["boundary"])
+		mr := multipart.NewReader(bytes.NewReader(r[0].Body), params["boundary"])
 		got := map[string]string{}
 		for {
 			p, err := mr.NextPart()
@@ -493,7 +448,7 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		}
 	})
 	t.Run("smuggled part and epilogue dropped", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		// A part whose content holds the boundary followed by other bytes
 		// is one part to Go's reader; it is re-sent under a fresh boundary
@@ -503,8 +458,8 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		if status != 200 {
 			t.Fatalf("%d %s", status, got)
 		}
-		r := rec.received()
-		if len(r) != 1 || bytes.Contains(r[0].body, []byte("--B\r\n")) || strings.Contains(string(r[0].body), "epilogue") {
+		r := rec.Received()
+		if len(r) != 1 || bytes.Contains(r[0].Body, []byte("--B\r\n")) || strings.Contains(string(r[0].Body), "epilogue") {
 			t.Fatalf("upstream received %q", r)
 		}
 	})
@@ -513,28 +468,28 @@ func TestHardening04MultipartUpload(t *testing.T) {
 		{"pdf refused", "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.pdf\"\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.7 binary\r\n--B--\r\n", "multipart/form-data; boundary=B"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "closed", 0)
 			status, retry, got := post(t, c, rec.URL+"/v1/files", []byte(tc.body), map[string]string{"Content-Type": tc.ct})
 			wantRefused(t, rec, 415, "unsupported_media_type", status, retry, got)
 		})
 	}
 	t.Run("truncated multipart refused", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, retry, got := post(t, c, rec.URL+"/v1/files", []byte("--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nvalue"),
 			map[string]string{"Content-Type": "multipart/form-data; boundary=B"})
 		wantRefused(t, rec, 400, "aishield_unparsable", status, retry, got)
 	})
 	t.Run("audio upload passes through, its fields read", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, audit := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Audio.Transcriptions.New(ctx, openai.AudioTranscriptionNewParams{
 			File:   openai.File(bytes.NewReader([]byte("ID3\x04\x00\x00\x00binary\x00audio")), "a.mp3", "audio/mpeg"),
 			Model:  openai.AudioModelGPTTranscribe,
 			Prompt: openai.String("names: " + email)})
-		r := rec.received()
-		if len(r) != 1 || bytes.Contains(r[0].body, []byte(email)) || !placeholderRE.Match(r[0].body) || !bytes.Contains(r[0].body, []byte("binary\x00audio")) {
+		r := rec.Received()
+		if len(r) != 1 || bytes.Contains(r[0].Body, []byte(email)) || !placeholderRE.Match(r[0].Body) || !bytes.Contains(r[0].Body, []byte("binary\x00audio")) {
 			t.Fatalf("err %v; upstream received %q", err, r)
 		}
 		if !strings.Contains(audit.String(), `"passthrough":true`) {
@@ -571,13 +526,13 @@ func labelledDocx(t testing.TB, label string) []byte {
 // sensitivity label is marker.sensitivity_label, as "aishield scan" reports
 // it, whatever its name.
 func TestHardening04SensitivityLabel(t *testing.T) {
-	rec := newRecorder(t)
+	rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 	c, audit := hardClient(t, "closed", 0)
 	_, err := openaiRec(rec, c).Files.New(context.Background(), openai.FileNewParams{
 		File:    openai.File(bytes.NewReader(labelledDocx(t, "Falcon Board Only")), "memo.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
 		Purpose: openai.FilePurposeAssistants})
-	if apiStatus(err) != 403 || len(rec.received()) != 0 || !strings.Contains(audit.String(), `"marker.sensitivity_label":1`) {
-		t.Fatalf("err %v; upstream received %d; audit %s", err, len(rec.received()), audit.String())
+	if apiStatus(err) != 403 || len(rec.Received()) != 0 || !strings.Contains(audit.String(), `"marker.sensitivity_label":1`) {
+		t.Fatalf("err %v; upstream received %d; audit %s", err, len(rec.Received()), audit.String())
 	}
 }
 
@@ -585,7 +540,7 @@ func TestHardening04InlineDocuments(t *testing.T) {
 	ctx := context.Background()
 	b64 := base64.StdEncoding.EncodeToString
 	t.Run("anthropic base64 pdf refused", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		client := anthropic.NewClient(anthropicoption.WithAPIKey("k"), anthropicoption.WithBaseURL(rec.URL),
 			anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(c))
@@ -593,12 +548,12 @@ func TestHardening04InlineDocuments(t *testing.T) {
 			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(
 				anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: b64([]byte("%PDF-1.7 ..."))}),
 				anthropic.NewTextBlock("summarise"))}})
-		if apiStatus(err) != 415 || !strings.Contains(err.Error(), "PDF text extraction is not supported") || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if apiStatus(err) != 415 || !strings.Contains(err.Error(), "PDF text extraction is not supported") || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("anthropic content-source document read", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		client := anthropic.NewClient(anthropicoption.WithAPIKey("k"), anthropicoption.WithBaseURL(rec.URL),
 			anthropicoption.WithMaxRetries(0), anthropicoption.WithHTTPClient(c))
@@ -607,8 +562,8 @@ func TestHardening04InlineDocuments(t *testing.T) {
 				anthropic.NewDocumentBlock(anthropic.ContentBlockSourceParam{Content: anthropic.ContentBlockSourceContentUnionParam{
 					OfContentBlockSourceContent: []anthropic.ContentBlockSourceContentItemUnionParam{{OfText: &anthropic.TextBlockParam{Text: "deploy with " + secret}}}}}),
 				anthropic.NewTextBlock("summarise"))}})
-		if apiStatus(err) != 403 || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if apiStatus(err) != 403 || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	for _, tc := range []struct{ name, path, body string }{
@@ -618,7 +573,7 @@ func TestHardening04InlineDocuments(t *testing.T) {
 		{"bare base64 file_data", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"file","file":{"filename":"a.txt","file_data":"` + b64([]byte("write to "+email)) + `"}}]}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, _ := hardClient(t, "closed", 0)
 			status, retry, got := post(t, c, rec.URL+tc.path, []byte(tc.body), map[string]string{"Content-Type": "application/json"})
 			wantRefused(t, rec, 403, "aishield_blocked", status, retry, got)
@@ -628,19 +583,19 @@ func TestHardening04InlineDocuments(t *testing.T) {
 		})
 	}
 	t.Run("openai-go file part with a secret", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
 			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
 				openai.TextContentPart("summarise"),
 				openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{Filename: openai.String("env.txt"),
 					FileData: openai.String("data:text/plain;base64," + b64([]byte("deploy with "+secret)))})})}})
-		if apiStatus(err) != 403 || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if apiStatus(err) != 403 || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("openai-go responses input_file docx", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		_, err := openaiRec(rec, c).Responses.New(ctx, responses.ResponseNewParams{Model: "gpt-4o",
 			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
@@ -649,25 +604,25 @@ func TestHardening04InlineDocuments(t *testing.T) {
 					{OfInputFile: &responses.ResponseInputFileParam{Filename: openai.String("board-minutes.docx"),
 						FileData: openai.String("data:application/vnd.openxmlformats-officedocument.wordprocessingml.document;base64," + b64(boardMinutes(t)))}},
 				}, responses.EasyInputMessageRoleUser)}}})
-		if apiStatus(err) != 403 || len(rec.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(rec.received()))
+		if apiStatus(err) != 403 || len(rec.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(rec.Received()))
 		}
 	})
 	t.Run("clean inline document allowed as sent", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		body := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"file","file":{"filename":"a.txt","file_data":"data:text/plain;base64,` + b64([]byte("the meeting is at noon")) + `"}}]}]}`
 		status, _, got := post(t, c, rec.URL+"/v1/chat/completions", []byte(body), map[string]string{"Content-Type": "application/json"})
-		if r := rec.received(); status != 200 || len(r) != 1 || string(r[0].body) != body {
+		if r := rec.Received(); status != 200 || len(r) != 1 || string(r[0].Body) != body {
 			t.Fatalf("%d %s; upstream %q", status, got, r)
 		}
 	})
 	t.Run("invalid base64 refused", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		body := `{"model":"claude-x","max_tokens":10,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"%%%"}}]}]}`
 		status, retry, got := post(t, c, rec.URL+"/v1/messages", []byte(body), map[string]string{"Content-Type": "application/json"})
-		if status != 400 || retry != "false" || !strings.Contains(got, `"type":"error"`) || len(rec.received()) != 0 {
+		if status != 400 || retry != "false" || !strings.Contains(got, `"type":"error"`) || len(rec.Received()) != 0 {
 			t.Fatalf("%d %s", status, got)
 		}
 	})
@@ -679,7 +634,7 @@ func TestHardening14DotSegments(t *testing.T) {
 		"/v1/a%2fb", "/v1/a%2Fb", "/v1/a%5cb", "/v1//chat/completions", "/v1/..;/secret", "/v1/%252e%252e/secret", "/v1/a%00b",
 	} {
 		t.Run(p, func(t *testing.T) {
-			rec := newRecorder(t)
+			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 			c, audit := hardClient(t, "open", 0)
 			status, retry, got := post(t, c, rec.URL+p, chatBody("hello"), map[string]string{"Content-Type": "application/json"})
 			wantRefused(t, rec, 400, "invalid_path", status, retry, got)
@@ -689,10 +644,10 @@ func TestHardening14DotSegments(t *testing.T) {
 		})
 	}
 	t.Run("a plain path is sent as it is", func(t *testing.T) {
-		rec := newRecorder(t)
+		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
 		status, _, got := post(t, c, rec.URL+"/v1/chat/completions/?a=b", chatBody("hello"), map[string]string{"Content-Type": "application/json"})
-		if r := rec.received(); status != 200 || len(r) != 1 || r[0].uri != "/v1/chat/completions/?a=b" {
+		if r := rec.Received(); status != 200 || len(r) != 1 || r[0].URI != "/v1/chat/completions/?a=b" {
 			t.Fatalf("%d %s; upstream %+v", status, got, r)
 		}
 	})

@@ -16,58 +16,19 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/aishield/aishield/internal/upstreamtest"
 	"github.com/aishield/aishield/policies"
 )
-
-// hardReq is a request as the hardening upstream received it.
-type hardReq struct {
-	uri, contentType, contentEncoding string
-	body                              []byte
-}
-
-// hardUpstream records every request and answers a chat completion (or,
-// elsewhere, a file object) saying "ok".
-type hardUpstream struct {
-	*httptest.Server
-	mu   sync.Mutex
-	reqs []hardReq
-}
-
-func newHardUpstream(t testing.TB) *hardUpstream {
-	u := &hardUpstream{}
-	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		u.mu.Lock()
-		u.reqs = append(u.reqs, hardReq{uri: r.RequestURI, contentType: r.Header.Get("Content-Type"),
-			contentEncoding: r.Header.Get("Content-Encoding"), body: body})
-		u.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
-			return
-		}
-		io.WriteString(w, `{"id":"file-1","object":"file","bytes":1,"created_at":1,"filename":"f","purpose":"assistants","status":"processed"}`)
-	}))
-	t.Cleanup(u.Close)
-	return u
-}
-
-func (u *hardUpstream) received() []hardReq {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]hardReq(nil), u.reqs...)
-}
 
 // hardProxy serves a proxy to u under the base_url prefix /tenantA:
 // personal data is redacted, secrets and markers block, /v1/audio/* passes
 // through unread.
-func hardProxy(t testing.TB, u *hardUpstream, maxBody int64) *httptest.Server {
+func hardProxy(t testing.TB, u *upstreamtest.Recorder, maxBody int64) *httptest.Server {
 	t.Helper()
 	y := fmt.Sprintf(`name: hard
 levels: [public, internal, confidential, restricted]
@@ -122,7 +83,7 @@ func send(t testing.TB, url string, body []byte, header ...string) (int, string)
 
 // refused checks an answer is a refusal with status and code, and that
 // the upstream received nothing.
-func refused(t testing.TB, u *hardUpstream, status int, code string, gotStatus int, body string) {
+func refused(t testing.TB, u *upstreamtest.Recorder, status int, code string, gotStatus int, body string) {
 	t.Helper()
 	if gotStatus != status || !strings.Contains(body, `"code":"`+code+`"`) {
 		t.Fatalf("answer %d %s; want %d %s", gotStatus, body, status, code)
@@ -130,13 +91,13 @@ func refused(t testing.TB, u *hardUpstream, status int, code string, gotStatus i
 	if strings.Contains(body, "jean.dupont") {
 		t.Fatalf("the refusal shows a value: %s", body)
 	}
-	if n := len(u.received()); n != 0 {
+	if n := len(u.Received()); n != 0 {
 		t.Fatalf("the upstream received %d requests", n)
 	}
 }
 
 func TestHardening02DuplicateKeysProxy(t *testing.T) {
-	u := newHardUpstream(t)
+	u := upstreamtest.New(t, upstreamtest.AnswerOK)
 	hs := hardProxy(t, u, 0)
 	body := `{"model":"m","messages":[{"role":"user","content":"write to ` + hardEmail + `"}],"messages":[{"role":"user","content":"hello"}]}`
 	status, got := send(t, hs.URL+"/v1/chat/completions", []byte(body), "Content-Type", "application/json")
@@ -144,15 +105,15 @@ func TestHardening02DuplicateKeysProxy(t *testing.T) {
 }
 
 func TestHardening03NotLabelledJSONProxy(t *testing.T) {
-	u := newHardUpstream(t)
+	u := upstreamtest.New(t, upstreamtest.AnswerOK)
 	hs := hardProxy(t, u, 0)
 	body := `{"model":"m","messages":[{"role":"user","content":"write to jean.dupont\u0040acme-corp.fr"}]}`
 	status, got := send(t, hs.URL+"/v1/chat/completions", []byte(body), "Content-Type", "text/plain")
-	r := u.received()
+	r := u.Received()
 	if status != 200 || len(r) != 1 {
 		t.Fatalf("%d %s; upstream received %d", status, got, len(r))
 	}
-	if s := string(r[0].body); strings.Contains(s, `jean.dupont\u0040`) || !hardPlaceholder.MatchString(s) {
+	if s := string(r[0].Body); strings.Contains(s, `jean.dupont\u0040`) || !hardPlaceholder.MatchString(s) {
 		t.Fatalf("upstream received %s", s)
 	}
 }
@@ -167,41 +128,41 @@ func TestHardening03ContentEncodingProxy(t *testing.T) {
 	}
 	chat := []byte(`{"model":"m","messages":[{"role":"user","content":"write to ` + hardEmail + `"}]}`)
 	t.Run("gzip decoded, checked, sent plain", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		status, got := send(t, hs.URL+"/v1/chat/completions", gz(chat), "Content-Type", "application/json", "Content-Encoding", "gzip")
-		r := u.received()
+		r := u.Received()
 		if status != 200 || len(r) != 1 {
 			t.Fatalf("%d %s; upstream received %d", status, got, len(r))
 		}
-		if r[0].contentEncoding != "" || bytes.Contains(r[0].body, []byte(hardEmail)) || !hardPlaceholder.Match(r[0].body) {
+		if r[0].Header.Get("Content-Encoding") != "" || bytes.Contains(r[0].Body, []byte(hardEmail)) || !hardPlaceholder.Match(r[0].Body) {
 			t.Fatalf("upstream received %+v", r[0])
 		}
 	})
 	t.Run("unknown coding refused", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		status, got := send(t, hs.URL+"/v1/chat/completions", chat, "Content-Type", "application/json", "Content-Encoding", "zstd")
 		refused(t, u, 415, "unsupported_media_type", status, got)
 	})
 	t.Run("gzip bomb refused", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 1<<20)
 		status, got := send(t, hs.URL+"/v1/chat/completions", gz(make([]byte, 16<<20)), "Content-Type", "application/json", "Content-Encoding", "gzip")
 		refused(t, u, 413, "request_too_large", status, got)
 	})
 	t.Run("unknown type refused", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		status, got := send(t, hs.URL+"/v1/chat/completions", []byte("write to "+hardEmail), "Content-Type", "application/octet-stream")
 		refused(t, u, 415, "unsupported_media_type", status, got)
 	})
 	t.Run("passthrough below the base_url prefix", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		audio := []byte("ID3\x04\x00binary audio")
 		status, got := send(t, hs.URL+"/v1/audio/speech", audio, "Content-Type", "audio/mpeg")
-		if r := u.received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].body, audio) || r[0].uri != "/tenantA/v1/audio/speech" {
+		if r := u.Received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].Body, audio) || r[0].URI != "/tenantA/v1/audio/speech" {
 			t.Fatalf("%d %s; upstream received %+v", status, got, r)
 		}
 	})
@@ -217,16 +178,16 @@ func TestHardening04MultipartProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("confidential docx blocked (go-openai)", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		_, err := client(hs.URL, "a").CreateFile(context.Background(), openai.FileRequest{FileName: "board-minutes.docx", FilePath: path, Purpose: "assistants"})
 		var apiErr *openai.APIError
-		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 403 || len(u.received()) != 0 {
-			t.Fatalf("err %v; upstream received %d", err, len(u.received()))
+		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 403 || len(u.Received()) != 0 {
+			t.Fatalf("err %v; upstream received %d", err, len(u.Received()))
 		}
 	})
 	t.Run("clean upload re-encoded (go-openai)", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		clean := t.TempDir() + "/notes.txt"
 		if err := os.WriteFile(clean, []byte("The meeting is at noon.\n"), 0o600); err != nil {
@@ -235,15 +196,15 @@ func TestHardening04MultipartProxy(t *testing.T) {
 		if _, err := client(hs.URL, "a").CreateFile(context.Background(), openai.FileRequest{FileName: "notes.txt", FilePath: clean, Purpose: "assistants"}); err != nil {
 			t.Fatal(err)
 		}
-		r := u.received()
+		r := u.Received()
 		if len(r) != 1 {
 			t.Fatal("nothing sent")
 		}
-		_, params, err := mime.ParseMediaType(r[0].contentType)
+		_, params, err := mime.ParseMediaType(r[0].Header.Get("Content-Type"))
 		if err != nil || !strings.HasPrefix(params["boundary"], "aishield") {
-			t.Fatalf("Content-Type %q", r[0].contentType)
+			t.Fatalf("Content-Type %q", r[0].Header.Get("Content-Type"))
 		}
-		mr := multipart.NewReader(bytes.NewReader(r[0].body), params["boundary"])
+		mr := multipart.NewReader(bytes.NewReader(r[0].Body), params["boundary"])
 		parts := map[string]string{}
 		for {
 			p, err := mr.NextPart()
@@ -289,22 +250,22 @@ func TestHardening14DotSegmentsProxy(t *testing.T) {
 		"/v1/%252e%252e/secret",
 	} {
 		t.Run(p, func(t *testing.T) {
-			u := newHardUpstream(t)
+			u := upstreamtest.New(t, upstreamtest.AnswerOK)
 			hs := hardProxy(t, u, 0)
 			status, got := rawRequest(t, hs.Listener.Addr().String(), p, chat)
 			refused(t, u, 400, "invalid_path", status, got)
 		})
 	}
 	t.Run("the validated path under the prefix", func(t *testing.T) {
-		u := newHardUpstream(t)
+		u := upstreamtest.New(t, upstreamtest.AnswerOK)
 		hs := hardProxy(t, u, 0)
 		for _, p := range []string{"/v1/chat/completions", "/d/upstream/v1/chat/completions"} {
 			if status, got := rawRequest(t, hs.Listener.Addr().String(), p, chat); status != 200 {
 				t.Fatalf("%s: %d %s", p, status, got)
 			}
 		}
-		r := u.received()
-		if len(r) != 2 || r[0].uri != "/tenantA/v1/chat/completions" || r[1].uri != "/tenantA/v1/chat/completions" {
+		r := u.Received()
+		if len(r) != 2 || r[0].URI != "/tenantA/v1/chat/completions" || r[1].URI != "/tenantA/v1/chat/completions" {
 			t.Fatalf("upstream received %+v", r)
 		}
 	})

@@ -8,44 +8,14 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/aishield/aishield/internal/upstreamtest"
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 	openai "github.com/sashabaranov/go-openai"
 )
-
-// recorder is an upstream whose answers are written by answer; it records
-// the bodies and Authorization headers it received.
-type recorder struct {
-	*httptest.Server
-	mu     sync.Mutex
-	bodies []string
-	auths  []string
-}
-
-func newRecorder(t testing.TB, answer func(w http.ResponseWriter, r *http.Request, body []byte)) *recorder {
-	rec := &recorder{}
-	rec.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		rec.mu.Lock()
-		rec.bodies = append(rec.bodies, string(b))
-		rec.auths = append(rec.auths, r.Header.Get("Authorization"))
-		rec.mu.Unlock()
-		answer(w, r, b)
-	}))
-	t.Cleanup(rec.Close)
-	return rec
-}
-
-func (rec *recorder) received() []string {
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	return append([]string(nil), rec.bodies...)
-}
 
 func completion(text string) []byte {
 	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o",
@@ -77,12 +47,12 @@ func curlPost(t *testing.T, url string, body []byte) (int, []byte) {
 // get a 502 upstream_redirect, and the other host receives nothing (no
 // unredacted body, no Authorization).
 func TestHardening01RedirectProxy(t *testing.T) {
-	elsewhere := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	elsewhere := upstreamtest.New(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(completion("from elsewhere"))
 	})
 	for _, status := range []int{307, 308} {
-		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		up := upstreamtest.New(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
 		})
 		_, hs := startProxy(t, Options{Policy: testPolicyInbound(t, up.URL, 100000, blockNoCanary)})
@@ -97,11 +67,11 @@ func TestHardening01RedirectProxy(t *testing.T) {
 		if st != 502 || !strings.Contains(string(body), "upstream_redirect") {
 			t.Fatalf("%d: curl-like client got %d %s", status, st, body)
 		}
-		if n := len(elsewhere.received()); n != 0 {
+		if n := len(elsewhere.Received()); n != 0 {
 			t.Fatalf("%d: the redirect's target received %d requests", status, n)
 		}
-		for _, b := range up.received() {
-			if strings.Contains(b, hardEmail) {
+		for _, b := range up.Received() {
+			if strings.Contains(string(b.Body), hardEmail) {
 				t.Fatalf("%d: upstream received the e-mail in clear", status)
 			}
 		}
@@ -124,7 +94,7 @@ func TestHardening07ProxyTypes(t *testing.T) {
 		{"gzip after identity", "application/json", []string{"identity", "gzip"}, gzipOf(completion("ok <|im_start|>user\nanother customer's prompt")), "aishield_contamination", ""},
 		{"gzip clean", "application/json", []string{"identity, gzip"}, gzipOf(completion("decoded fine")), "", "decoded fine"},
 	} {
-		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		up := upstreamtest.New(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", tc.ct)
 			w.Header()["Content-Encoding"] = tc.ce
 			_, _ = w.Write(tc.body)
@@ -166,7 +136,7 @@ func TestHardening08ProxyStreams(t *testing.T) {
 		{"leading space", first + "   data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" another customer\"}}]}\n\n" + end, "aishield_guard_error"},
 		{"top logprobs", first + "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"gpt-4o\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\".\"},\"logprobs\":{\"content\":[{\"token\":\".\",\"logprob\":-1,\"bytes\":[46],\"top_logprobs\":[{\"token\":\"" + foreign + "\",\"logprob\":-2,\"bytes\":[1]}]}]}}]}\n\n" + end, "aishield_contamination"},
 	} {
-		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		up := upstreamtest.New(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, tc.body)
 		})
@@ -229,7 +199,7 @@ func TestHardening08ProxyAnthropic(t *testing.T) {
 		{"tool_use input", start + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"lookup\",\"input\":{\"q\":\"" + foreign + "\"}}}\n\n" +
 			"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" + end, true},
 	} {
-		up := newRecorder(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		up := upstreamtest.New(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, tc.body)
 		})
