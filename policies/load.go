@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"net/url"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -23,6 +21,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/inputfile"
 )
 
 // MaxPolicySize is the largest policy file Load and Parse accept.
@@ -130,57 +129,17 @@ func LoadContext(ctx context.Context, path string) (*Policy, error) {
 }
 
 // readPolicyFile reads at most MaxPolicySize+1 bytes of a regular file or
-// a named pipe (Parse refuses more). Anything else (a directory, a device,
-// a socket) is refused without being opened. Opening a pipe waits for a
-// writer: the open runs in a goroutine, and when ctx is done first the
-// pipe is opened for writing without blocking and closed, which releases
-// the waiting open, and ctx's error is returned; reads from the pipe wait
-// in the runtime poller, where a past deadline ends them.
+// a named pipe (Parse refuses more); anything else is refused without
+// being opened, and a pipe waiting for its writer is given up when ctx is
+// done (inputfile.Open).
 func readPolicyFile(ctx context.Context, path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	f, err := inputfile.Open(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	var f *os.File
-	switch m := st.Mode(); {
-	case m.IsRegular():
-		if f, err = os.Open(path); err != nil {
-			return nil, err
-		}
-	case m&fs.ModeNamedPipe != 0:
-		done := make(chan *os.File, 1)
-		var openErr error
-		go func() {
-			pf, err := os.Open(path)
-			openErr = err
-			done <- pf
-		}()
-		select {
-		case f = <-done:
-			if f == nil {
-				return nil, openErr
-			}
-		case <-ctx.Done():
-			if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close()
-			}
-			if pf := <-done; pf != nil {
-				pf.Close()
-			}
-			return nil, ctx.Err()
-		}
-	default:
-		return nil, fmt.Errorf("not a regular file or a pipe (mode %v)", m.Type())
-	}
 	defer f.Close()
-	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
-	defer stop()
 	var buf bytes.Buffer
-	_, err = buf.ReadFrom(io.LimitReader(f, MaxPolicySize+1))
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, MaxPolicySize+1)); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil

@@ -4,35 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
+
+	"github.com/aishield/aishield/internal/inputfile"
 )
 
-// fileKind names the type of a file mode for messages: "a symlink",
-// "a named pipe (FIFO)", and so on; "" for a regular file.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return ""
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "not a regular file"
-}
+// fileKind names the type of a file mode for messages (inputfile.Kind).
+var fileKind = inputfile.Kind
 
 // outputPathError is the refusal to write an output file over something
 // that is not a regular file.
@@ -155,104 +136,18 @@ func (e *inputError) Error() string {
 func (e *inputError) Unwrap() error { return e.Err }
 
 // errInterrupted is the reason of an input abandoned because the command
-// was interrupted (SIGINT, SIGTERM).
-var errInterrupted = errors.New("interrupted (SIGINT or SIGTERM) before the input was read")
+// was signalled.
+var errInterrupted = inputfile.ErrInterrupted
 
-// openInput opens a file named on the command line for reading, following
-// symlinks (the user named it). A named pipe has no writer until someone
-// opens it, and open(2) waits for one: the open runs in a goroutine, and
-// when ctx is done first the pipe is opened for writing without blocking
-// and closed again, which releases the waiting open, and errInterrupted
-// is returned. Reads of the returned file stop when ctx is done (see
-// readInput). Directories, sockets and devices are refused: they are not
-// inputs.
-func openInput(ctx context.Context, path string) (*os.File, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	m := st.Mode()
-	switch {
-	case m.IsRegular():
-		return os.Open(path)
-	case m&fs.ModeNamedPipe != 0:
-	default:
-		return nil, fmt.Errorf("not a regular file or a pipe (it is %s)", fileKind(m))
-	}
-	type result struct {
-		f   *os.File
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		f, err := os.Open(path)
-		done <- result{f, err}
-	}()
-	select {
-	case r := <-done:
-		return r.f, r.err
-	case <-ctx.Done():
-	}
-	if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-		w.Close()
-	}
-	if r := <-done; r.f != nil {
-		r.f.Close()
-	}
-	return nil, errInterrupted
+// openInputReader opens a file named on the command line for reading
+// (inputfile.Open): a regular file or a pipe, whose open and reads end when
+// ctx is done.
+func openInputReader(ctx context.Context, path string) (*inputfile.File, error) {
+	return inputfile.Open(ctx, path)
 }
 
-// inputFile is a file opened by openInputReader: its reads end when the
-// context is done.
-type inputFile struct {
-	*os.File
-	ctx  context.Context
-	stop func() bool
-}
-
-// Read reads from the file; once the context is done it fails with
-// errInterrupted.
-func (f *inputFile) Read(p []byte) (int, error) {
-	n, err := f.File.Read(p)
-	if err != nil && f.ctx.Err() != nil {
-		err = errInterrupted
-	}
-	return n, err
-}
-
-// Close stops watching the context and closes the file.
-func (f *inputFile) Close() error {
-	f.stop()
-	return f.File.Close()
-}
-
-// openInputReader opens path as openInput does and returns it as a reader
-// whose blocked reads (a pipe waiting for data) end when ctx is done: a
-// pipe's reads go through the runtime poller, so a past deadline wakes
-// them; a regular file never waits.
-func openInputReader(ctx context.Context, path string) (*inputFile, error) {
-	f, err := openInput(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
-	return &inputFile{File: f, ctx: ctx, stop: stop}, nil
-}
-
-// readInput reads the file named path (openInput's rules) up to limit
-// bytes; more is an error. A read blocked on a pipe ends when ctx is done.
+// readInput reads the file named path (inputfile.Open's rules) up to limit
+// bytes; more is an error.
 func readInput(ctx context.Context, path string, limit int64) ([]byte, error) {
-	f, err := openInputReader(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
+	return inputfile.ReadAll(ctx, path, limit)
 }
