@@ -174,18 +174,20 @@ import (
 // with it in a faulty engine's pages are what canaries are there to catch.
 //
 // To tell whether a request held nothing another does not (Repeated
-// requests), a clean answer records with its relation keys a key per
-// distinct text of its request (up to relTexts of them; texts holding
-// the exchange's own canary line are the guard's, not the caller's), and
-// one key for their number. Only when a foreign canary is found, or a run
-// with X's request is about to be reported, does the session look up, in
-// one batch, X's keys for each of its own texts and for the numbers up to
-// its own count: X's request is contained in this one when as many of this
-// request's texts as X had are X's. X's answer must have been recorded
-// (clean and complete): a cache serves what the upstream answered, and the
-// answer it stores is X's. Recording the keys with the answer keeps Begin
-// as it was; the cost is that a cache serving X's answer before X's
-// session closed (a race of a few milliseconds) still raises the canary.
+// requests), a request records, with its fingerprints at Begin, a key per
+// distinct text (up to relTexts of them; texts holding the exchange's own
+// canary line are the guard's, not the caller's), and one key for their
+// number. Only when a foreign canary is found, or a run with X's request
+// is about to be reported, does the session look up, in one batch, X's
+// keys for each of its own texts and for the numbers up to its own count:
+// X's request is contained in this one when as many of this request's
+// texts as X had are X's, and X's answer was not refused. The keys are
+// the request's, not its answer's: a cache serves what the upstream
+// answered as soon as it answered, before X's session has verified it,
+// and a same-question caller served in that window is served its own
+// question's answer. An answer refused, flagged or cut adds a key to its
+// request's that says so: a cache may still serve it, and then X's
+// canary in it is a signal.
 //
 // # Own text, cut and joined
 //
@@ -405,6 +407,9 @@ const (
 	digestTag = 0x9e3779b97f4a7c15
 	textTag   = 0x6a09e667f3bcc909
 	countTag  = 0x3c6ef372fe94f82b
+	// unheldTag marks an exchange whose answer was refused, flagged or
+	// cut: not an answer a cache may hand to a same-question caller.
+	unheldTag = 0x510e527fade682d1
 )
 
 // requestDigest returns the digest of texts as written, normalised: case
@@ -501,24 +506,49 @@ func (s *session) requestSketch() ([]uint64, uint64) {
 				s.reqFP = append(s.reqFP, f.Hash)
 			}
 		}
-		texts := s.ex.Texts
-		if len(texts) == 0 {
-			texts = s.ex.Sent
-		}
-		s.digest, s.textDig = requestDigests(texts, s.textDig[:0])
-		// The texts of a repeated request (see Repeated requests): distinct,
-		// the guard's canary line left out.
-		k := 0
-		for i, d := range s.textDig {
-			if s.canary == "" || !strings.Contains(texts[i], s.canary) {
-				s.textDig[k] = d
-				k++
-			}
-		}
-		slices.Sort(s.textDig[:k])
-		s.textDig = slices.Compact(s.textDig[:k])
+		s.textDigests()
 	}
 	return s.reqFP, s.digest
+}
+
+// textDigests computes, once, the digest of this exchange's texts and the
+// digests of its distinct texts (see Repeated requests), the guard's
+// canary line left out.
+func (s *session) textDigests() {
+	if s.hasDigests {
+		return
+	}
+	s.hasDigests = true
+	texts := s.ex.Texts
+	if len(texts) == 0 {
+		texts = s.ex.Sent
+	}
+	s.digest, s.textDig = requestDigests(texts, s.textDig[:0])
+	k := 0
+	for i, d := range s.textDig {
+		if s.canary == "" || !strings.Contains(texts[i], s.canary) {
+			s.textDig[k] = d
+			k++
+		}
+	}
+	slices.Sort(s.textDig[:k])
+	s.textDig = slices.Compact(s.textDig[:k])
+}
+
+// appendTextKeys appends to dst the keys of this exchange's distinct texts
+// and of their number (see Repeated requests), none when there are more
+// than relTexts of them; the request records them.
+func (s *session) appendTextKeys(dst []uint64) []uint64 {
+	s.textDigests()
+	k := len(s.textDig)
+	if k == 0 || k > relTexts {
+		return dst
+	}
+	tag := relTag(s.ex.ID)
+	for _, d := range s.textDig {
+		dst = append(dst, relKey(tag, d))
+	}
+	return append(dst, relKey(tag, countTag+uint64(k)))
 }
 
 // relationKeys appends to dst the relation keys this exchange's answer
@@ -534,14 +564,7 @@ func (s *session) relationKeys(dst []uint64) ([]uint64, int, int) {
 	for i := n; i < len(dst); i++ {
 		dst[i] = relKey(tag, dst[i])
 	}
-	n = len(dst) - n
-	if k := len(s.textDig); k > 0 && k <= relTexts {
-		for _, d := range s.textDig {
-			dst = append(dst, relKey(tag, d))
-		}
-		dst = append(dst, relKey(tag, countTag+uint64(k)))
-	}
-	return dst, level, n
+	return dst, level, len(dst) - n
 }
 
 // containsRequest reports whether every text of the request of exchange
@@ -565,6 +588,7 @@ func (s *session) containsRequest(ctx context.Context, id string) (bool, error) 
 		for k := 1; k <= min(len(ours), relTexts); k++ {
 			keys = append(keys, relKey(tag, countTag+uint64(k)))
 		}
+		keys = append(keys, relKey(tag, unheldTag))
 		s.relKeys = keys
 		hs, err := s.v.store.Lookup(ctx, keys)
 		if err != nil {
@@ -579,8 +603,9 @@ func (s *session) containsRequest(ctx context.Context, id string) (bool, error) 
 				hits++
 			}
 		}
-		// Theirs had as many texts as ours share with them.
-		yes = hits > 0 && hits <= relTexts && hs[len(ours)+hits-1].Count > 0
+		// Theirs had as many texts as ours share with them, and their
+		// answer was not refused.
+		yes = hits > 0 && hits <= relTexts && hs[len(ours)+hits-1].Count > 0 && hs[len(hs)-1].Count == 0
 	}
 	s.contains = append(s.contains, containment{id, yes})
 	return yes, nil

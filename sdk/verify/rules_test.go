@@ -256,3 +256,46 @@ func TestOwnPhraseRecast(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedRequestInFlight: a response cache serves exchange src's
+// answer, its canary line echoed, to the same question asked by another
+// caller as soon as the upstream answered, before src's own session has
+// verified that answer and closed. The repeated request is recognised all
+// the same (its texts were recorded with src's request); once src's
+// answer is refused, the same cached answer raises src's canary.
+func TestRepeatedRequestInFlight(t *testing.T) {
+	ctx := context.Background()
+	for _, sk := range storeKinds(t) {
+		t.Run(sk.name, func(t *testing.T) {
+			v := newTestVerifier(t, Options{Store: sk.new()})
+			texts, roles := []string{helpSystem, faqQuestion}, []string{"system", "user"}
+			exchange := func(id, principal string) *inbound.Exchange {
+				ex := &inbound.Exchange{ID: id, Principal: principal, Texts: texts, Roles: roles}
+				ex.Canary = CanaryLine(v.Mint(id))
+				ex.Sent = append(slices.Clone(texts), ex.Canary)
+				return ex
+			}
+			cached := faqAnswer + " " + CanaryLine(v.Mint("src"))
+			src, err := v.Begin(ctx, exchange("src", "tenant-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, victim := range []string{"early", "late"} {
+				if i == 1 {
+					// src's answer turns out contaminated and is refused.
+					if _, err := src.Close(ctx, inbound.End{Refused: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				vd, err := v.Check(ctx, exchange(victim, "tenant-b"), cached, inbound.End{FinishReason: "stop"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				canary := slices.ContainsFunc(vd.Signals, func(s Signal) bool { return s.ID == policies.SignalCanary })
+				if canary != (victim == "late") {
+					t.Errorf("%s: signals %+v; want src's canary only once src's answer was refused", victim, vd.Signals)
+				}
+			}
+		})
+	}
+}

@@ -76,17 +76,19 @@ type scratch struct {
 
 	// Provenance (see provenance.go): the holders met, resolved on first
 	// use, and the request's sketch for related-request checks.
-	holders   []holder
-	hidx      []uint64 // index of holders by ref (see holderOf)
-	hasSketch bool
-	reqFP     []uint64                  // distinct request fingerprints
-	digest    uint64                    // digest of the request's texts
-	textDig   []uint64                  // digests of its distinct texts (see Repeated requests)
-	relKeys   []uint64                  // keys of a related-request lookup, or of the answer's record
-	rwin      *fingerprint.Winnower     // fingerprints texts sent in another form, on first use
-	rfps      []fingerprint.Fingerprint // its output
-	kwin      *fingerprint.Winnower     // every k-gram of a run's text (see respliced), on first use
-	kfps      []fingerprint.Fingerprint // its output
+	holders    []holder
+	hidx       []uint64 // index of holders by ref (see holderOf)
+	hasSketch  bool
+	hasDigests bool
+	recorded   bool                      // the request was recorded by Begin
+	reqFP      []uint64                  // distinct request fingerprints
+	digest     uint64                    // digest of the request's texts
+	textDig    []uint64                  // digests of its distinct texts (see Repeated requests)
+	relKeys    []uint64                  // keys of a related-request lookup, or of the answer's record
+	rwin       *fingerprint.Winnower     // fingerprints texts sent in another form, on first use
+	rfps       []fingerprint.Fingerprint // its output
+	kwin       *fingerprint.Winnower     // every k-gram of a run's text (see respliced), on first use
+	kfps       []fingerprint.Fingerprint // its output
 
 	// Shared instructions (see provenance.go): the k-grams of the texts
 	// that are not instructions, and the request's record split.
@@ -102,7 +104,7 @@ const maxPooledSlots = 1 << 16
 func (v *Verifier) getScratch() *scratch {
 	if sc, ok := v.scratch.Get().(*scratch); ok {
 		sc.win.Reset()
-		sc.hasWords, sc.hasSketch = false, false
+		sc.hasWords, sc.hasSketch, sc.hasDigests, sc.recorded = false, false, false, false
 		sc.respFP, sc.fps, sc.holders = sc.respFP[:0], sc.fps[:0], sc.holders[:0]
 		clear(sc.hidx)
 		return sc
@@ -265,6 +267,13 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	for h := range s.own {
 		record = append(record, entityKey(h))
 	}
+	if crossOn || v.on(policies.SignalCanary) {
+		// The keys of its texts are the request's, recorded with it: a
+		// response cache may serve this exchange's answer to the same
+		// question before this exchange's answer is verified (see
+		// Repeated requests).
+		record = s.appendTextKeys(record)
+	}
 	s.record = record
 	s.holder, s.ptag = v.requestHolder(ex.ID, ex.Principal)
 	if crossOn || v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
@@ -272,6 +281,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 			s.release()
 			return nil, fmt.Errorf("verify: recording the request: %w", err)
 		}
+		s.recorded = true
 	}
 	return s, nil
 }
@@ -419,10 +429,17 @@ func (s *session) Close(ctx context.Context, end inbound.End) ([]inbound.Signal,
 	// A clean answer is recorded for its text (a source), and with a
 	// canary for its request's texts (see Repeated requests).
 	source := s.v.on(policies.SignalCrossExchange) && len(s.respFP) > 0 || s.v.on(policies.SignalCanary) && s.canary != ""
-	if source && !end.Refused && !incomplete && !s.signalled {
+	switch {
+	case source && !end.Refused && !incomplete && !s.signalled:
 		keys, level, n := s.relationKeys(append(s.relKeys[:0], s.respFP...))
 		s.relKeys = keys
 		if err := s.v.store.Record(ctx, answerHolder(s.ex.ID, s.ptag, level, n), keys, s.v.ttl); err != nil {
+			return sigs, fmt.Errorf("verify: recording the response: %w", err)
+		}
+	case s.recorded && (end.Refused || incomplete || s.signalled):
+		// Its request's texts were recorded (see Repeated requests): say
+		// that its answer is none a cache may hand on.
+		if err := s.v.store.Record(ctx, s.holder, []uint64{relKey(relTag(s.ex.ID), unheldTag)}, s.v.ttl); err != nil {
 			return sigs, fmt.Errorf("verify: recording the response: %w", err)
 		}
 	}
