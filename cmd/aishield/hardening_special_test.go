@@ -61,7 +61,7 @@ func awaitBlockedOpen(t *testing.T, pid string, exited <-chan struct{}) {
 
 // TestHardening11PolicyLintFIFOSignal: "aishield policy lint" on a named
 // pipe nobody writes to waits for a writer, and SIGTERM or SIGINT ends it
-// at once with exit 2 and a clear message (it used to survive SIGTERM).
+// at once with exit 2 and a clear message (a blocked open must not outlive SIGTERM).
 // The command runs as a process of its own, signalled for real.
 func TestHardening11PolicyLintFIFOSignal(t *testing.T) {
 	bin, err := exec.LookPath("aishield") // testscript.Main put it on PATH
