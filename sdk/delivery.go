@@ -197,7 +197,7 @@ func (t *Transport) deliver(ctx context.Context, x *Exchange, req *http.Request,
 		resp.Header.Del("Content-Length")
 		return x, resp, nil
 	}
-	data, err := readLimited(body, t.maxBody())
+	data, err := readSized(body, t.maxBody(), resp.ContentLength)
 	body.Close()
 	if err != nil {
 		x.Fail(resp.StatusCode)

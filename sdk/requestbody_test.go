@@ -151,3 +151,30 @@ func TestValidatePath(t *testing.T) {
 		}
 	}
 }
+
+// TestReadSized: a body that announced its size is read into one buffer
+// of that size (no regrowth), and the limit holds whatever was announced.
+func TestReadSized(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 1<<20)
+	allocs := func(size int64) float64 {
+		return testing.AllocsPerRun(5, func() {
+			if _, err := readSized(bytes.NewReader(body), 2<<20, size); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	// The reader, the limit and one buffer; a body of unknown size grows
+	// its buffer step by step.
+	if known, unknown := allocs(int64(len(body))), allocs(-1); known > 3 || known >= unknown {
+		t.Errorf("%v allocations reading a 1 MiB body of known size (%v unknown), want the reader, its limit and one buffer", known, unknown)
+	}
+	for _, announced := range []int64{-1, 10, 1 << 20, 8 << 20} {
+		if _, err := readSized(bytes.NewReader(body), 1<<19, announced); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("announced %d: %v, want ErrTooLarge", announced, err)
+		}
+		got, err := readSized(bytes.NewReader(body), 2<<20, announced)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Errorf("announced %d: %d bytes, %v", announced, len(got), err)
+		}
+	}
+}

@@ -95,14 +95,24 @@ func (t *Transport) maxBody() int64 {
 
 // readLimited reads all of r up to limit bytes.
 func readLimited(r io.Reader, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+	return readSized(r, limit, -1)
+}
+
+// readSized is readLimited for a body that announced its size (a
+// Content-Length, -1 unknown): a buffer of that size is taken at once
+// instead of growing a 30 MB body through copies of twice its size.
+func readSized(r io.Reader, limit, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead) // room for the read that sees the end
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > limit {
+	if int64(buf.Len()) > limit {
 		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -131,7 +141,7 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
-		body, err = readLimited(req.Body, t.maxBody())
+		body, err = readSized(req.Body, t.maxBody(), req.ContentLength)
 		req.Body.Close()
 		if err != nil {
 			if !errors.Is(err, ErrTooLarge) {
