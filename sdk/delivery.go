@@ -96,13 +96,8 @@ func bodyKind(ct string, body []byte) int {
 	switch {
 	case media == "application/json" || strings.HasPrefix(media, "application/") && strings.HasSuffix(media, "+json"):
 		return bodyJSON
-	case media == "text/plain":
-		switch strings.ToLower(params["charset"]) {
-		case "", "utf-8", "utf8", "us-ascii":
-			if utf8.Valid(body) {
-				return bodyText
-			}
-		}
+	case media == "text/plain" && utf8Charset(params) && utf8.Valid(body):
+		return bodyText
 	}
 	return bodyUnreadable
 }

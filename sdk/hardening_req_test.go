@@ -203,14 +203,14 @@ func TestHardening03ContentEncoding(t *testing.T) {
 		name, encoding string
 		body           []byte
 	}{
-		{"gzip", "gzip", gzipped(plain)},
-		{"x-gzip", "x-gzip", gzipped(plain)},
-		{"deflate zlib", "deflate", zlibbed(plain)},
-		{"deflate raw", "deflate", flated(plain)},
-		{"br", "br", brotlied(plain)},
+		{"gzip", "gzip", sdk.Compressed(t, "gzip", plain)},
+		{"x-gzip", "x-gzip", sdk.Compressed(t, "gzip", plain)},
+		{"deflate zlib", "deflate", sdk.Compressed(t, "zlib", plain)},
+		{"deflate raw", "deflate", sdk.Compressed(t, "flate", plain)},
+		{"br", "br", sdk.Compressed(t, "br", plain)},
 		{"identity", "identity", plain},
-		{"gzip then br", "gzip, br", brotlied(gzipped(plain))},
-		{"identity then gzip", "identity, gzip", gzipped(plain)},
+		{"gzip then br", "gzip, br", sdk.Compressed(t, "br", sdk.Compressed(t, "gzip", plain))},
+		{"identity then gzip", "identity, gzip", sdk.Compressed(t, "gzip", plain)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
@@ -232,7 +232,7 @@ func TestHardening03ContentEncoding(t *testing.T) {
 	t.Run("secret in gzip blocked", func(t *testing.T) {
 		rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 		c, _ := hardClient(t, "closed", 0)
-		status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", gzipped(chatBody("deploy with "+secret)),
+		status, retry, got := post(t, c, rec.URL+"/v1/chat/completions", sdk.Compressed(t, "gzip", chatBody("deploy with "+secret)),
 			map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
 		wantRefused(t, rec, 403, "aishield_blocked", status, retry, got)
 	})
@@ -243,11 +243,11 @@ func TestHardening03ContentEncoding(t *testing.T) {
 		code           string
 	}{
 		{"unknown coding", "compress", plain, 415, "unsupported_media_type"},
-		{"unknown in a list", "gzip, zstd", gzipped(plain), 415, "unsupported_media_type"},
+		{"unknown in a list", "gzip, zstd", sdk.Compressed(t, "gzip", plain), 415, "unsupported_media_type"},
 		{"not gzip", "gzip", plain, 400, "aishield_unparsable"},
-		{"truncated gzip", "gzip", gzipped(plain)[:20], 400, "aishield_unparsable"},
-		{"gzip bomb", "gzip", gzipped(make([]byte, 8<<20)), 413, "request_too_large"},
-		{"brotli bomb", "br", brotlied(make([]byte, 8<<20)), 413, "request_too_large"},
+		{"truncated gzip", "gzip", sdk.Compressed(t, "gzip", plain)[:20], 400, "aishield_unparsable"},
+		{"gzip bomb", "gzip", sdk.Compressed(t, "gzip", make([]byte, 8<<20)), 413, "request_too_large"},
+		{"brotli bomb", "br", sdk.Compressed(t, "br", make([]byte, 8<<20)), 413, "request_too_large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := upstreamtest.New(t, upstreamtest.AnswerOK)
@@ -271,7 +271,7 @@ func TestHardening03FailOpenSendsPlain(t *testing.T) {
 	c := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "up"}}
 	rec := upstreamtest.New(t, upstreamtest.AnswerOK)
 	plain := chatBody("hello")
-	status, _, got := post(t, c, rec.URL+"/v1/chat/completions", gzipped(plain), map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
+	status, _, got := post(t, c, rec.URL+"/v1/chat/completions", sdk.Compressed(t, "gzip", plain), map[string]string{"Content-Type": "application/json", "Content-Encoding": "gzip"})
 	if r := rec.Received(); status != 200 || len(r) != 1 || !bytes.Equal(r[0].Body, plain) || r[0].Header.Get("Content-Encoding") != "" {
 		t.Fatalf("%d %s; upstream received %q", status, got, r)
 	}

@@ -2,9 +2,6 @@ package sdk_test
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/andybalholm/brotli"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/aishield/aishield/policies"
@@ -215,38 +211,6 @@ func TestHardening07Passthrough(t *testing.T) {
 	}
 }
 
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-func zlibbed(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-func flated(b []byte) []byte {
-	var buf bytes.Buffer
-	zw, _ := flate.NewWriter(&buf, flate.DefaultCompression)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
-func brotlied(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := brotli.NewWriter(&buf)
-	_, _ = zw.Write(b)
-	_ = zw.Close()
-	return buf.Bytes()
-}
-
 // TestHardening07ContentEncoding: Content-Encoding is a list applied in
 // order; the guard undoes it (last first), verifies the decoded body and
 // delivers it decoded, without Content-Encoding. An unknown coding is
@@ -261,17 +225,17 @@ func TestHardening07ContentEncoding(t *testing.T) {
 		code   string
 		answer string
 	}{
-		{"identity then gzip lines", []string{"identity", "gzip"}, gzipped(clean), "", "the decoded answer"},
-		{"identity, gzip", []string{"identity, gzip"}, gzipped(clean), "", "the decoded answer"},
-		{"gzip hides foreign text", []string{"identity", "gzip"}, gzipped(foreign), "aishield_contamination", ""},
-		{"deflate (zlib)", []string{"deflate"}, zlibbed(clean), "", "the decoded answer"},
-		{"deflate (raw)", []string{"deflate"}, flated(clean), "", "the decoded answer"},
-		{"br", []string{"br"}, brotlied(clean), "", "the decoded answer"},
-		{"gzip, br", []string{"gzip, br"}, brotlied(gzipped(clean)), "", "the decoded answer"},
-		{"br hides foreign text", []string{"br"}, brotlied(foreign), "aishield_contamination", ""},
+		{"identity then gzip lines", []string{"identity", "gzip"}, sdk.Compressed(t, "gzip", clean), "", "the decoded answer"},
+		{"identity, gzip", []string{"identity, gzip"}, sdk.Compressed(t, "gzip", clean), "", "the decoded answer"},
+		{"gzip hides foreign text", []string{"identity", "gzip"}, sdk.Compressed(t, "gzip", foreign), "aishield_contamination", ""},
+		{"deflate (zlib)", []string{"deflate"}, sdk.Compressed(t, "zlib", clean), "", "the decoded answer"},
+		{"deflate (raw)", []string{"deflate"}, sdk.Compressed(t, "flate", clean), "", "the decoded answer"},
+		{"br", []string{"br"}, sdk.Compressed(t, "br", clean), "", "the decoded answer"},
+		{"gzip, br", []string{"gzip, br"}, sdk.Compressed(t, "br", sdk.Compressed(t, "gzip", clean)), "", "the decoded answer"},
+		{"br hides foreign text", []string{"br"}, sdk.Compressed(t, "br", foreign), "aishield_contamination", ""},
 		{"zstd", []string{"zstd"}, clean, "unreadable_response", ""},
 		{"corrupt gzip", []string{"gzip"}, []byte("not gzip at all"), "unreadable_response", ""},
-		{"bomb", []string{"gzip"}, gzipped(bytes.Repeat([]byte(" "), 4<<20)), "response_too_large", ""},
+		{"bomb", []string{"gzip"}, sdk.Compressed(t, "gzip", bytes.Repeat([]byte(" "), 4<<20)), "response_too_large", ""},
 	} {
 		up := newScripted(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "application/json")
@@ -335,7 +299,7 @@ func TestHardening07EncodedStream(t *testing.T) {
 		up := newScripted(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header()["Content-Encoding"] = []string{"identity", "gzip"}
-			_, _ = w.Write(gzipped(sseChat(tc.text, []byte{4})))
+			_, _ = w.Write(sdk.Compressed(t, "gzip", sseChat(tc.text, []byte{4})))
 		})
 		g := newVerifiedGuard(t, sdk.Options{Policy: testPolicyMode(t, "closed")}, []byte("k"))
 		cfg := openai.DefaultConfig("test-key")
