@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
@@ -114,7 +115,7 @@ not a writer who recomputes it; keep the printed head hash elsewhere.
 			if err != nil {
 				return withCode(2, err)
 			}
-			f, err := openInputReader(cmd.Context(), args[0])
+			f, err := inputfile.Open(cmd.Context(), args[0])
 			if err != nil {
 				return withCode(2, &inputError{Path: args[0], Err: err})
 			}
@@ -257,7 +258,7 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	if err != nil {
 		return withCode(2, err)
 	}
-	fh, err := openInputReader(cmd.Context(), file)
+	fh, err := inputfile.Open(cmd.Context(), file)
 	if err != nil {
 		return withCode(2, &inputError{Path: file, Err: err})
 	}

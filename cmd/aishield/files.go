@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -138,16 +137,3 @@ func (e *inputError) Unwrap() error { return e.Err }
 // errInterrupted is the reason of an input abandoned because the command
 // was signalled.
 var errInterrupted = inputfile.ErrInterrupted
-
-// openInputReader opens a file named on the command line for reading
-// (inputfile.Open): a regular file or a pipe, whose open and reads end when
-// ctx is done.
-func openInputReader(ctx context.Context, path string) (*inputfile.File, error) {
-	return inputfile.Open(ctx, path)
-}
-
-// readInput reads the file named path (inputfile.Open's rules) up to limit
-// bytes; more is an error.
-func readInput(ctx context.Context, path string, limit int64) ([]byte, error) {
-	return inputfile.ReadAll(ctx, path, limit)
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
@@ -112,7 +113,7 @@ func writeVault(path string, v *sdk.Vault) error {
 
 // readVault loads the vault at path.
 func readVault(ctx context.Context, path string) (*sdk.Vault, error) {
-	data, err := readInput(ctx, path, maxVault)
+	data, err := inputfile.ReadAll(ctx, path, maxVault)
 	if err != nil {
 		return nil, &inputError{Path: path, Err: err}
 	}

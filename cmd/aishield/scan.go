@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -214,7 +215,7 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		defer stop()
 		r = cr
 	case in.stream:
-		f, err := openInputReader(ctx, in.path)
+		f, err := inputfile.Open(ctx, in.path)
 		if err != nil {
 			return nil, err
 		}

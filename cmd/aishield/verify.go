@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
@@ -63,7 +64,7 @@ mismatches, never printing a raw value. Exit status: 0 clean, 1 contaminated,
 // readCapture reads a captured file (readInput's rules: a regular file or
 // a pipe, at most maxCapture bytes).
 func readCapture(ctx context.Context, path string) ([]byte, error) {
-	data, err := readInput(ctx, path, maxCapture)
+	data, err := inputfile.ReadAll(ctx, path, maxCapture)
 	if err != nil {
 		return nil, &inputError{Path: path, Err: err}
 	}
