@@ -44,6 +44,7 @@ type rawPolicy struct {
 	Inbound      rawInbound       `mapstructure:"inbound"`
 	Redaction    rawRedaction     `mapstructure:"redaction"`
 	Audit        rawAudit         `mapstructure:"audit"`
+	Quarantine   *rawQuarantine   `mapstructure:"quarantine"`
 }
 
 type rawLevelRule struct {
@@ -71,19 +72,20 @@ type rawScan struct {
 }
 
 type rawDestination struct {
-	Name            string   `mapstructure:"name"`
-	BaseURL         string   `mapstructure:"base_url"`
-	Provider        string   `mapstructure:"provider"`
-	Model           string   `mapstructure:"model"`
-	MaxLevel        string   `mapstructure:"max_level"`
-	Action          string   `mapstructure:"action"`
-	BlockAt         string   `mapstructure:"block_at"`
-	MaxInputTokens  int      `mapstructure:"max_input_tokens"`
-	Tokenizer       string   `mapstructure:"tokenizer"`
-	Shared          bool     `mapstructure:"shared"`
-	Contract        bool     `mapstructure:"contract"`
-	IncidentContact string   `mapstructure:"incident_contact"`
-	Passthrough     []string `mapstructure:"passthrough"`
+	Name            string         `mapstructure:"name"`
+	BaseURL         string         `mapstructure:"base_url"`
+	Provider        string         `mapstructure:"provider"`
+	Model           string         `mapstructure:"model"`
+	MaxLevel        string         `mapstructure:"max_level"`
+	Action          string         `mapstructure:"action"`
+	BlockAt         string         `mapstructure:"block_at"`
+	MaxInputTokens  int            `mapstructure:"max_input_tokens"`
+	Tokenizer       string         `mapstructure:"tokenizer"`
+	Shared          bool           `mapstructure:"shared"`
+	Contract        bool           `mapstructure:"contract"`
+	IncidentContact string         `mapstructure:"incident_contact"`
+	Passthrough     []string       `mapstructure:"passthrough"`
+	Quarantine      *rawQuarantine `mapstructure:"quarantine"`
 }
 
 type rawInbound struct {
@@ -614,6 +616,21 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	if p.Audit.Enabled && p.Audit.Path == "" {
 		t.add("audit.path", "required", "audit.enabled needs a path for the audit trail")
 	}
+
+	// Quarantine: the policy's section over the default, each
+	// destination's over the policy's.
+	if raw.Quarantine != nil {
+		p.quarantine = t.quarantine("quarantine", raw.Quarantine, p.defaultQuarantine())
+	}
+	for i, r := range raw.Destinations {
+		if r.Quarantine != nil && i < len(p.Destinations) {
+			p.Destinations[i].Quarantine = t.quarantine(p.fields.destinations[i]+".quarantine", r.Quarantine, p.Quarantine(nil))
+		}
+	}
+	if raw.Default != nil && raw.Default.Quarantine != nil {
+		p.Default.Quarantine = t.quarantine("default.quarantine", raw.Default.Quarantine, p.Quarantine(nil))
+	}
+	t.checkQuarantines(p)
 
 	// Compile the custom rules the way the scanner will, so pattern errors
 	// surface now and name the rule and the file.

@@ -123,6 +123,9 @@ type Policy struct {
 	// Audit configures the audit trail.
 	Audit Audit
 
+	// quarantine is the policy's quarantine section; nil means the
+	// default (see [Policy.Quarantine]).
+	quarantine *Quarantine
 	// fields keeps where each part came from, for diagnostics.
 	fields fieldMap
 }
@@ -198,6 +201,9 @@ type Destination struct {
 	// path is sent or delivered unchecked and recorded as unverified.
 	// Elsewhere such a body is refused (failing closed). Empty by default.
 	Passthrough []string
+	// Quarantine is the destination's own quarantine section merged over
+	// the policy's; nil uses the policy's (see [Policy.Quarantine]).
+	Quarantine *Quarantine
 	// Field is the destination's place in the file.
 	Field string
 }

@@ -61,6 +61,24 @@ type AuditRecord struct {
 	// verdict is then unverified.
 	Passthrough bool `json:"passthrough,omitempty"`
 
+	// RedactedBy counts the findings redacted, per detector: of what
+	// Detectors counts, a sent request carried the rest in clear.
+	RedactedBy map[string]int `json:"redacted_by,omitempty"`
+	// Signs counts the signs of a faulty service the answer showed (see
+	// package quarantine), which fed its destination's health.
+	Signs map[string]int `json:"signs,omitempty"`
+	// Quarantined names the quarantined destination whose quarantine
+	// decided the exchange: refused, let through at its level, or sent to
+	// its failover (Destination).
+	Quarantined string `json:"quarantined,omitempty"`
+
+	// Event is set on a record that is not an exchange's: the type of a
+	// quarantine change (quarantine.EventTripped, EventCleared), which
+	// Quarantine describes; Exchange is then the exchange that tripped it
+	// and Destination the destination.
+	Event      string            `json:"event,omitempty"`
+	Quarantine *QuarantineRecord `json:"quarantine,omitempty"`
+
 	// Prev is the chain hash (hex) of the previous line without its
 	// newline: its SHA-256, or its HMAC-SHA256 under the trail's key when
 	// Chain is set; 64 zeros for the first line of a trail.
@@ -68,6 +86,21 @@ type AuditRecord struct {
 	// Chain is "hmac-sha256:" and the key ID (AuditKeyID) on the lines of
 	// a keyed trail, absent on a plain SHA-256 trail.
 	Chain string `json:"chain,omitempty"`
+}
+
+// QuarantineRecord describes a quarantine change in the audit trail.
+type QuarantineRecord struct {
+	// Since is when it tripped; Until when it ends by itself (absent:
+	// until cleared).
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until,omitzero"`
+	// Action is what it does to requests: block, limit or failover.
+	Action string `json:"action,omitempty"`
+	// Reason is how it changed: "signs", "expired", "cleared",
+	// "observed" (by another process sharing the store).
+	Reason string `json:"reason"`
+	// Count is how many counting signs the window held when it tripped.
+	Count int `json:"count,omitempty"`
 }
 
 // GenesisHash is the Prev of the first line of a trail.
@@ -604,6 +637,13 @@ func laterRecord(sc *bufio.Scanner) bool {
 // Options.OnRecord, once.
 func (g *Guard) record(x *Exchange) {
 	x.once.Do(func() {
+		var signs []string
+		if !x.replay {
+			signs = signsOf(x.signals)
+			// Filed once the record is written: a quarantine this answer
+			// trips is recorded after it.
+			defer g.observe(x, signs)
+		}
 		if g.audit == nil && g.onRecord == nil {
 			return
 		}
@@ -634,6 +674,13 @@ func (g *Guard) record(x *Exchange) {
 			}
 		} else if x.failNote != "" {
 			rec.Failure = x.failNote
+		}
+		rec.RedactedBy, rec.Quarantined = x.redactedBy, x.Quarantined
+		if len(signs) > 0 {
+			rec.Signs = make(map[string]int, len(signs))
+			for _, s := range signs {
+				rec.Signs[s] = 1
+			}
 		}
 		if x.Passthrough {
 			rec.Passthrough = true

@@ -111,6 +111,9 @@ const (
 	StageResponse Stage = "response"
 	// StageStream: a streamed response could not be parsed.
 	StageStream Stage = "stream"
+	// StageQuarantine: the quarantine store could not be read (and the
+	// destination was not known to be quarantined).
+	StageQuarantine Stage = "quarantine"
 	// StageAudit: the audit trail cannot be written.
 	StageAudit Stage = "audit"
 	// StageGuard: any other failure of the guard.

@@ -22,6 +22,7 @@ import (
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
 	"github.com/aishield/aishield/sdk/inbound"
+	"github.com/aishield/aishield/sdk/quarantine"
 	"github.com/aishield/aishield/sdk/verify"
 )
 
@@ -102,6 +103,20 @@ type Options struct {
 	// sees exactly the stream it asked for. Set it only for a provider
 	// that refuses stream_options.
 	NoStreamUsage bool
+	// Quarantine is where destinations' health and quarantines are kept
+	// (see package quarantine): the signs of a faulty service that
+	// answers show, counted per destination, and the quarantines the
+	// policy's quarantine rules trip. Nil keeps them in this process;
+	// processes sharing a quarantine.RedisStore share their quarantines,
+	// which then survive restarts.
+	Quarantine quarantine.Store
+	// OnQuarantine, when set, is called with every quarantine change the
+	// guard makes or learns of, after its audit record was written; it
+	// must be safe for concurrent use.
+	OnQuarantine func(quarantine.Event)
+	// WebhookClient posts the policy's quarantine webhooks; nil uses a
+	// client with a 10-second timeout.
+	WebhookClient *http.Client
 	// Rand is where exchange IDs and the per-exchange secrets of
 	// placeholders come from; nil means crypto/rand. Set it only to make a
 	// run reproducible (the demo, tests): whoever knows what it yields can
@@ -130,6 +145,8 @@ type Guard struct {
 	timeout     time.Duration // bounds a document's scan for its label
 	randMu      sync.Mutex
 	rand        io.Reader // nil: crypto/rand
+	monitor     *quarantine.Monitor
+	onQuar      func(quarantine.Event)
 }
 
 // New builds a Guard. It fails when the policy is missing, the forced
@@ -205,8 +222,18 @@ func New(ctx context.Context, opts Options) (*Guard, error) {
 	if g.now == nil {
 		g.now = time.Now
 	}
+	g.onQuar = opts.OnQuarantine
+	g.monitor, err = quarantine.New(quarantine.Options{Policy: opts.Policy, Store: opts.Quarantine, Now: g.now,
+		OnEvent: g.quarantineEvent, Client: opts.WebhookClient})
+	if err != nil {
+		return nil, fmt.Errorf("sdk: %w", err)
+	}
 	return g, nil
 }
+
+// Quarantine returns the guard's quarantine monitor: the health and
+// quarantine of each destination, shared through Options.Quarantine.
+func (g *Guard) Quarantine() *quarantine.Monitor { return g.monitor }
 
 // Policy returns the guard's policy.
 func (g *Guard) Policy() *policies.Policy { return g.policy }
@@ -225,9 +252,14 @@ func (g *Guard) Checks() []string { return slices.Clone(g.checks) }
 // and the audit file it opened, if any. The guard must not be used
 // afterwards.
 func (g *Guard) Close() error {
-	var err error
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := g.monitor.Close(ctx) // webhooks under way
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("sdk: quarantine webhooks still being posted: %w", err)
+	}
 	if g.ownAudit {
-		err = g.audit.Close()
+		err = errors.Join(err, g.audit.Close())
 	}
 	if g.auditFile != nil {
 		err = errors.Join(err, g.auditFile.Close())
@@ -308,6 +340,15 @@ type Exchange struct {
 	// FailedOpen reports that the guard failed and the policy let the
 	// request through unchecked.
 	FailedOpen bool
+	// Quarantined names the quarantined destination whose quarantine
+	// decided this exchange: it was let through at the quarantine's level,
+	// or failed over from it (Destination is then the failover).
+	Quarantined string
+	// URL, when not "", is where the request goes instead of its own URL:
+	// its destination is quarantined and the policy fails over to
+	// Destination. Send it without the caller's credentials for the
+	// quarantined provider (Transport drops them).
+	URL string
 
 	g        *Guard
 	dest     *policies.Destination
@@ -321,6 +362,14 @@ type Exchange struct {
 	verdict  Verdict
 	status   int
 	failNote Stage
+	// limit is the refusal of a quarantine (action limit) for a request
+	// above its level; refuse the refusal of one (action block). Both are
+	// returned once the request was evaluated, so that its record counts
+	// what it held.
+	limit  *quarantine.Error
+	refuse *quarantine.Error
+	// redactedBy counts the findings redacted, per detector.
+	redactedBy map[string]int
 	// stripUsage: the guard asked for stream usage the caller did not ask
 	// for; its chunk is removed from the stream.
 	stripUsage bool
@@ -425,7 +474,8 @@ func (g *Guard) outcome(x *Exchange, err error, body []byte) (*Exchange, error) 
 		return x, nil
 	}
 	var be *BlockedError
-	if errors.As(err, &be) {
+	var qe *quarantine.Error
+	if errors.As(err, &be) || errors.As(err, &qe) {
 		x.verdict = VerdictNotSent
 		g.record(x)
 		return nil, err
@@ -468,8 +518,21 @@ func (g *Guard) destination(name, url, provider, model string) (*policies.Destin
 // extra holds findings to add to texts' own (by text index), found
 // elsewhere (an Office document's sensitivity label); the decision is
 // then taken on both.
-func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string, extra map[int][]classifiers.Finding) (*policies.Evaluation, error) {
-	ev, err := g.eval.Evaluate(ctx, x.dest, policies.Input{Texts: texts})
+func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string, extra map[int][]classifiers.Finding) (ev *policies.Evaluation, err error) {
+	defer func() {
+		// A quarantine refuses what it does not let through, once the
+		// request was evaluated.
+		var be *BlockedError
+		switch {
+		case x.refuse != nil && (err == nil || errors.As(err, &be) && !be.OverCapacity):
+			err = x.refuse
+		case x.limit != nil && errors.As(err, &be) && !be.OverCapacity:
+			e := *x.limit
+			e.RequestLevel = be.Level
+			err = &e
+		}
+	}()
+	ev, err = g.eval.Evaluate(ctx, x.dest, policies.Input{Texts: texts})
 	if err != nil {
 		var ee *policies.EvaluationError
 		stage := StageClassify
@@ -502,6 +565,88 @@ func (g *Guard) evaluate(ctx context.Context, x *Exchange, texts []string, extra
 	return ev, nil
 }
 
+// gate applies the quarantine of d, the destination decided for x: it
+// returns the destination to decide for (d; d limited to the quarantine's
+// level; or the destination it fails over to, with x.URL set from reqURL)
+// or refuses the request with *quarantine.Error. A quarantine store that
+// cannot be read refuses every request for a destination this guard last
+// knew quarantined, and fails closed for the others (*GuardError).
+func (g *Guard) gate(ctx context.Context, x *Exchange, d *policies.Destination, reqURL string) (*policies.Destination, error) {
+	st, err := g.monitor.Check(ctx, d.Name)
+	if err != nil {
+		return nil, &GuardError{Stage: StageQuarantine, Exchange: x.ID, Err: err}
+	}
+	if !st.Quarantined {
+		return d, nil
+	}
+	x.Quarantined = d.Name
+	qerr := &quarantine.Error{Destination: d.Name, Since: st.State.Since, Action: st.Quarantine.Action, Unreachable: st.Unreachable}
+	if st.Unreachable != nil {
+		qerr.Action = policies.QuarantineBlock
+		return nil, qerr
+	}
+	switch st.Quarantine.Action {
+	case policies.QuarantineLimit:
+		qerr.Level = st.Quarantine.MaxLevel
+		x.limit = qerr
+		return g.policy.Limited(d), nil
+	case policies.QuarantineFailover:
+		fd, ok := g.policy.Destination(st.Quarantine.Failover)
+		if !ok {
+			return nil, qerr
+		}
+		if fs, err := g.monitor.Check(ctx, fd.Name); err != nil || fs.Quarantined {
+			return nil, qerr
+		}
+		if reqURL != "" {
+			u, err := failoverURL(reqURL, d, fd)
+			if err != nil {
+				return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
+			}
+			x.URL = u
+		}
+		x.Destination = fd.Name
+		return fd, nil
+	}
+	x.refuse = qerr
+	return d, nil
+}
+
+// failoverURL is reqURL sent to to instead of from: to's base URL joined
+// with reqURL's path below from's base path, and its query.
+func failoverURL(reqURL string, from, to *policies.Destination) (string, error) {
+	u, err := url.Parse(reqURL)
+	if err != nil {
+		return "", fmt.Errorf("%w: the URL does not parse", ErrInvalidPath)
+	}
+	base, err := url.Parse(to.BaseURL)
+	if err != nil || base.Host == "" {
+		return "", fmt.Errorf("failover destination %s has no usable base_url", to.Name)
+	}
+	p := u.Path
+	if fb, err := url.Parse(from.BaseURL); err == nil && from.BaseURL != "" {
+		if prefix := strings.TrimSuffix(fb.Path, "/"); prefix != "" {
+			if rest, ok := strings.CutPrefix(p, prefix); ok && strings.HasPrefix(rest, "/") {
+				p = rest
+			}
+		}
+	}
+	out := *base
+	out.Path = strings.TrimSuffix(base.Path, "/") + p
+	out.RawPath, out.RawQuery, out.Fragment = "", u.RawQuery, ""
+	return out.String(), nil
+}
+
+// countRedacted counts the findings fs redacts, per detector.
+func (x *Exchange) countRedacted(fs []classifiers.Finding) {
+	if x.redactedBy == nil {
+		x.redactedBy = map[string]int{}
+	}
+	for _, f := range fs {
+		x.redactedBy[f.Detector]++
+	}
+}
+
 // redactions returns, per text, the findings the decision redacts.
 func redactions(ev *policies.Evaluation) map[int][]classifiers.Finding {
 	if ev.Decision.Action != policies.ActionRedact || len(ev.Decision.Redact) == 0 {
@@ -526,11 +671,15 @@ func (g *Guard) checkText(ctx context.Context, text string, x *Exchange) error {
 		return &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
 	}
 	x.dest, x.Destination, x.Kind = d, d.Name, "text"
+	if x.dest, err = g.gate(ctx, x, d, ""); err != nil {
+		return err
+	}
 	ev, err := g.evaluate(ctx, x, []string{text}, nil)
 	if err != nil {
 		return err
 	}
 	if fs := redactions(ev)[0]; len(fs) > 0 {
+		x.countRedacted(fs)
 		s, n := g.redact(x.vault, text, fs)
 		x.Body, x.Redacted = []byte(s), n
 	}
@@ -586,6 +735,10 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		return fail(StageParse, err)
 	}
 	x.dest, x.Destination = d, d.Name
+	if d, err = g.gate(ctx, x, d, req.URL); err != nil {
+		return err
+	}
+	x.dest = d
 	if len(rb.unread) > 0 {
 		if !passesThrough(d, urlPath) {
 			return fail(StageParse, fmt.Errorf("%w: %s, on a path the destination %s does not let through unchecked (passthrough)",
@@ -623,6 +776,7 @@ func (g *Guard) check(ctx context.Context, req Request, x *Exchange) (err error)
 		}
 		sent = append([]string(nil), texts...)
 		for si, fs := range bySeg {
+			x.countRedacted(fs)
 			s, n := g.redact(x.vault, texts[si], fs)
 			if rb.json != nil {
 				if err := wr.Set(si, s); err != nil {

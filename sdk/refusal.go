@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 // Refusal is how an HTTP door answers an exchange the guard refused or
@@ -21,12 +23,12 @@ import (
 type Refusal struct {
 	// Status is the HTTP status: 403 blocked, 400 over capacity,
 	// unparsable or a refused path, 413 too large, 415 a body the guard
-	// cannot read, 502 contaminated (or a response too
-	// large), 500 any other failure of the guard.
+	// cannot read, 502 contaminated (or a response too large), 503 a
+	// destination in quarantine, 500 any other failure of the guard.
 	Status int
 	// Type and Code are the API error's type and code ("aishield_blocked",
 	// "aishield_over_capacity", "aishield_contamination",
-	// "aishield_unparsable", "invalid_path", "unsupported_media_type",
+	// "aishield_quarantined", "aishield_unparsable", "invalid_path", "unsupported_media_type",
 	// "request_too_large", "response_too_large", "upstream_redirect",
 	// "unreadable_response", "aishield_guard_error").
 	Type, Code string
@@ -35,13 +37,16 @@ type Refusal struct {
 }
 
 // RefusalOf returns the refusal of err, a *BlockedError,
-// *ContaminationError or *GuardError (wrapped or not); ok is false for any
+// *ContaminationError, *quarantine.Error or *GuardError (wrapped or not); ok is false for any
 // other error (a transport failure is not the guard's refusal).
 func RefusalOf(err error) (r Refusal, ok bool) {
 	var be *BlockedError
 	var ce *ContaminationError
 	var ge *GuardError
+	var qe *quarantine.Error
 	switch {
+	case errors.As(err, &qe):
+		return Refusal{http.StatusServiceUnavailable, "aishield_quarantined", "aishield_quarantined", qe.Error()}, true
 	case errors.As(err, &be):
 		if be.OverCapacity {
 			return Refusal{http.StatusBadRequest, "invalid_request_error", "aishield_over_capacity", be.Error()}, true

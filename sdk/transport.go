@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -115,6 +116,10 @@ func readSized(r io.Reader, limit, size int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// credentialHeaders carry a caller's credentials for a provider; they are
+// not sent to the destination a quarantine fails over to.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Openai-Organization", "Openai-Project", "Cookie"}
+
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	x, resp, err := t.roundTrip(req)
@@ -168,6 +173,19 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 		return nil, nil, err
 	}
 	out := req.Clone(ctx)
+	if x.URL != "" {
+		// The destination is quarantined and the policy fails over: the
+		// request goes to the failover destination, without the
+		// credentials meant for the quarantined provider.
+		u, err := url.Parse(x.URL)
+		if err != nil {
+			return x, nil, &GuardError{Stage: StageGuard, Exchange: x.ID, Err: err}
+		}
+		out.URL, out.Host = u, ""
+		for _, h := range credentialHeaders {
+			out.Header.Del(h)
+		}
+	}
 	// Sent exactly as the guard validated it (Check validates the path and
 	// undoes the Content-Encoding): the path is encoded from its decoded
 	// form, and the body is plain.

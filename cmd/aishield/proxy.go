@@ -18,6 +18,7 @@ import (
 
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk/fingerprint"
+	"github.com/aishield/aishield/sdk/quarantine"
 	"github.com/aishield/aishield/sdk/proxy"
 )
 
@@ -137,6 +138,7 @@ from the connection itself.`,
 					ropts.Log = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 				}
 				opts.Store = fingerprint.NewRedisStore(rc, ropts)
+				opts.Quarantine = quarantine.NewRedisStore(rc, "")
 			}
 			// The key of AISHIELD_AUDIT_KEY keys the chain of --audit's trail
 			// and of the policy's audit: trail alike.

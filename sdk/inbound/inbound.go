@@ -133,6 +133,10 @@ type Signal struct {
 	Message string `json:"message,omitempty"`
 	// Confidence is in (0, 1].
 	Confidence float64 `json:"confidence,omitempty"`
+	// Sign, when set, names the sign of a faulty service the signal is
+	// (policies.SignDroppedPrompt, SignIdentityChange, ...) where its ID
+	// alone does not tell (an inbound.usage_mismatch).
+	Sign string `json:"sign,omitempty"`
 }
 
 // Verifier checks responses for foreign material. Implementations must be

@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +39,12 @@ type metrics struct {
 	// storeInvalid, when set, reads the fingerprint store's count of
 	// records ignored for an invalid MAC.
 	storeInvalid func() uint64
+	signs        map[[2]string]uint64 // destination, sign of a faulty service
+	quarEvents   map[[2]string]uint64 // destination, event type
+	// quarantined, when set, reads each destination's quarantine at
+	// scrape time (since, in Unix seconds, or 0; -1 when the store cannot
+	// be read).
+	quarantined func() map[string]float64
 }
 
 func newMetrics() *metrics {
@@ -44,6 +52,7 @@ func newMetrics() *metrics {
 		requests: map[[2]string]uint64{}, decisions: map[[2]string]uint64{}, blocked: map[[2]string]uint64{},
 		redacted: map[string]uint64{}, verdicts: map[[2]string]uint64{}, contaminated: map[string]uint64{},
 		signals: map[string]uint64{}, latencyCounts: make([]uint64, len(latencyBuckets)+1), limits: map[string]uint64{},
+		signs: map[[2]string]uint64{}, quarEvents: map[[2]string]uint64{},
 	}
 }
 
@@ -90,6 +99,13 @@ func (m *metrics) record(rec sdk.AuditRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := rec.Destination
+	if rec.Event != "" {
+		m.quarEvents[[2]string{d, rec.Event}]++
+		return
+	}
+	for s, n := range rec.Signs {
+		m.signs[[2]string{d, s}] += uint64(n)
+	}
 	m.decisions[[2]string{d, rec.Decision}]++
 	if rec.Decision == string(policies.ActionBlock) {
 		why := "content"
@@ -116,6 +132,10 @@ func label(s string) string {
 
 // write renders the metrics in the Prometheus text format (version 0.0.4).
 func (m *metrics) write(w io.Writer) error {
+	var quar map[string]float64
+	if m.quarantined != nil {
+		quar = m.quarantined() // reads the store: outside the lock
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var b strings.Builder
@@ -154,6 +174,27 @@ func (m *metrics) write(w io.Writer) error {
 	singles("aishield_contaminations_total", "Responses withheld or cut because they carried foreign material.", "destination", m.contaminated)
 	singles("aishield_inbound_signals_total", "Inbound signals raised, by signal ID.", "signal", m.signals)
 	singles("aishield_proxy_limit_total", "Requests refused (429, 413, 408) or streams cut by a resource limit of the proxy, by limit (concurrency, in_flight_bytes, body_size, body_timeout, stream_bytes).", "limit", m.limits)
+	pairs("aishield_destination_signs_total", "Signs of a faulty service seen in answers, by destination and sign.", "destination", "sign", m.signs)
+	pairs("aishield_quarantine_events_total", "Quarantines tripped and cleared, as this proxy made or learnt them, by destination and event.", "destination", "event", m.quarEvents)
+	if quar != nil {
+		name := "aishield_destination_quarantined"
+		fmt.Fprintf(&b, "# HELP %s Whether the destination is quarantined: 1 in quarantine, 0 not, -1 the quarantine store cannot be read.\n# TYPE %s gauge\n", name, name)
+		since := "aishield_destination_quarantined_since_seconds"
+		var sinceLines strings.Builder
+		for _, d := range slices.Sorted(maps.Keys(quar)) {
+			v := quar[d]
+			state := 0
+			switch {
+			case v < 0:
+				state = -1
+			case v > 0:
+				state = 1
+				fmt.Fprintf(&sinceLines, "%s{destination=\"%s\"} %d\n", since, label(d), int64(v))
+			}
+			fmt.Fprintf(&b, "%s{destination=\"%s\"} %d\n", name, label(d), state)
+		}
+		fmt.Fprintf(&b, "# HELP %s When the destination's quarantine tripped (Unix time), for those in quarantine.\n# TYPE %s gauge\n%s", since, since, sinceLines.String())
+	}
 	fmt.Fprintf(&b, "# HELP aishield_proxy_unauthenticated_total Requests refused (401) for a missing or unknown caller key.\n# TYPE aishield_proxy_unauthenticated_total counter\naishield_proxy_unauthenticated_total %d\n", m.unauth)
 	if m.storeInvalid != nil {
 		fmt.Fprintf(&b, "# HELP aishield_store_invalid_records_total Fingerprint store records ignored because their MAC did not verify.\n# TYPE aishield_store_invalid_records_total counter\naishield_store_invalid_records_total %d\n", m.storeInvalid())

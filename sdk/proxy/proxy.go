@@ -129,6 +129,7 @@ import (
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 // Defaults of Options.
@@ -162,6 +163,13 @@ type Options struct {
 	// Store remembers exchanges for the cross-exchange signal; nil keeps
 	// them in memory. A fingerprint.RedisStore shares them between proxies.
 	Store fingerprint.Store
+	// Quarantine keeps destinations' health and quarantines; nil keeps
+	// them in this process. A quarantine.RedisStore shares them between
+	// proxies (and SDK processes), and keeps them across restarts.
+	Quarantine quarantine.Store
+	// WebhookClient posts the policy's quarantine webhooks; nil uses a
+	// client with a 10-second timeout.
+	WebhookClient *http.Client
 	// AuditLog receives the audit trail (hash-chained JSON lines). Open a
 	// file with sdk.OpenAuditLog, which continues the chain of what it
 	// already holds; the caller closes it after Close. Nil writes the file
@@ -348,11 +356,29 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 
 	g, err := sdk.New(ctx, sdk.Options{Policy: opts.Policy, Key: opts.Key, Store: opts.Store, CanaryKey: opts.CanaryKey,
-		AuditLog: opts.AuditLog, AuditKey: opts.AuditKey, OnRecord: p.metrics.record})
+		AuditLog: opts.AuditLog, AuditKey: opts.AuditKey, OnRecord: p.metrics.record,
+		Quarantine: opts.Quarantine, WebhookClient: opts.WebhookClient})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	p.guard = g
+	p.metrics.quarantined = func() map[string]float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		out := map[string]float64{}
+		for name := range p.routes {
+			st, err := g.Quarantine().Check(ctx, name)
+			switch {
+			case err != nil || st.Unreachable != nil:
+				out[name] = -1
+			case st.Quarantined:
+				out[name] = float64(st.State.Since.Unix())
+			default:
+				out[name] = 0
+			}
+		}
+		return out
+	}
 
 	base := opts.Transport
 	if base == nil {

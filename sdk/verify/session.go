@@ -374,7 +374,7 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 				s.firstID = d.ID
 			} else if d.ID != s.firstID {
 				s.idChanged = true
-				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9,
+				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9, Sign: policies.SignIdentityChange,
 					Message: "the response ID changed inside the stream: pieces of another response were spliced in"})
 			}
 		}
@@ -383,7 +383,7 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 				s.firstModel = d.Model
 			} else if d.Model != s.firstModel {
 				s.idChanged = true
-				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.8,
+				sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.8, Sign: policies.SignIdentityChange,
 					Message: "the model changed inside the stream (" + s.firstModel + " then " + d.Model + ")"})
 			}
 		}
@@ -457,7 +457,7 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 	var sigs []inbound.Signal
 	if !s.idChanged && len(end.IDs) > 1 {
 		s.idChanged = true
-		sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9,
+		sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9, Sign: policies.SignIdentityChange,
 			Message: fmt.Sprintf("the response carried %d different IDs: pieces of other responses were spliced in", len(end.IDs))})
 	}
 	if !end.HasUsage {
@@ -471,7 +471,7 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 	if end.FinishReason == "" || abortFinish(end.FinishReason) {
 		msg += fmt.Sprintf(", and finished with %q", end.FinishReason)
 	}
-	return append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Message: msg})
+	return append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Sign: policies.SignDroppedPrompt, Message: msg})
 }
 
 // abortFinish reports finish reasons that say the engine gave up. An empty
