@@ -58,6 +58,9 @@ func LintRules() []LintRule {
 		{"conflicting-mapping", SeverityWarning, "the same detector ID or glob is mapped to two different levels; the earlier rule wins"},
 		{"capacity-unset", SeverityWarning, "a shared destination has no max_input_tokens: over-long requests are not refused before they reach it"},
 		{"tokenizer-mismatch", SeverityWarning, "a destination declares a tiktoken tokenizer but its provider is anthropic, whose models count tokens otherwise: the tight usage check would refuse clean answers"},
+		{"quarantine-off", SeverityWarning, "a shared destination's quarantine is off: a provider whose answers show a faulty service keeps receiving confidential data"},
+		{"quarantine-failover-shared", SeverityError, "a quarantine fails over to a destination on shared infrastructure without a contract: the data leaves for another stranger's machine"},
+		{"quarantine-limit-open", SeverityWarning, "a quarantine with action limit lets through the destination's own max_level or more: it changes nothing"},
 		{"open-default", SeverityWarning, "the default destination accepts the highest level: unknown destinations receive anything"},
 	}
 }
@@ -189,6 +192,22 @@ func Lint(ctx context.Context, p *Policy, opts LintOptions) []Diagnostic {
 				add("shadowed-destination", d.Field, "destination %s is never matched: %s (%s) comes first and matches everything it matches", d.Name, e.Name, e.Field)
 				break
 			}
+		}
+	}
+
+	// quarantine-off, quarantine-failover-shared, quarantine-limit-open
+	for _, d := range append(slices.Clone(p.Destinations), p.Default) {
+		q := p.Quarantine(d)
+		switch {
+		case q.Off && d.Shared:
+			add("quarantine-off", q.Field+".enabled", "destination %s is shared and its quarantine is off", d.Name)
+		case q.Off:
+		case q.Action == QuarantineFailover:
+			if fd, ok := p.Destination(q.Failover); ok && fd.Shared && !fd.Contract {
+				add("quarantine-failover-shared", q.Field+".failover", "destination %s fails over to %s, shared without a contract", d.Name, fd.Name)
+			}
+		case q.Action == QuarantineLimit && p.Rank(d.MaxLevel) > 0 && p.Rank(q.MaxLevel) >= p.Rank(d.MaxLevel):
+			add("quarantine-limit-open", q.Field+".max_level", "destination %s: the quarantine lets through %s, and the destination already receives at most %s", d.Name, q.MaxLevel, d.MaxLevel)
 		}
 	}
 

@@ -177,6 +177,26 @@ func (p *Policy) Limited(d *Destination) *Destination {
 	return &l
 }
 
+// WhileQuarantined returns what a request for d is decided against while d
+// is quarantined: d itself with refuse set (action block: the request is
+// evaluated, then refused), d limited to the quarantine's level (limit:
+// anything above it is blocked), or the destination it fails over to
+// (failover; refuse is set when that destination is not declared). The
+// guard and "aishield policy test" (a case with quarantined: true) both
+// decide through it.
+func (p *Policy) WhileQuarantined(d *Destination) (to *Destination, refuse bool) {
+	q := p.Quarantine(d)
+	switch q.Action {
+	case QuarantineLimit:
+		return p.Limited(d), false
+	case QuarantineFailover:
+		if fd, ok := p.Destination(q.Failover); ok && fd != d {
+			return fd, false
+		}
+	}
+	return d, true
+}
+
 type rawQuarantine struct {
 	Enabled   *bool     `mapstructure:"enabled"`
 	Signs     []string  `mapstructure:"signs"`

@@ -585,31 +585,30 @@ func (g *Guard) gate(ctx context.Context, x *Exchange, d *policies.Destination, 
 		qerr.Action = policies.QuarantineBlock
 		return nil, qerr
 	}
-	switch st.Quarantine.Action {
-	case policies.QuarantineLimit:
+	to, refuse := g.policy.WhileQuarantined(d)
+	switch {
+	case refuse:
+		x.refuse = qerr
+		return d, nil
+	case st.Quarantine.Action == policies.QuarantineLimit:
 		qerr.Level = st.Quarantine.MaxLevel
 		x.limit = qerr
-		return g.policy.Limited(d), nil
-	case policies.QuarantineFailover:
-		fd, ok := g.policy.Destination(st.Quarantine.Failover)
-		if !ok {
-			return nil, qerr
-		}
-		if fs, err := g.monitor.Check(ctx, fd.Name); err != nil || fs.Quarantined {
-			return nil, qerr
-		}
-		if reqURL != "" {
-			u, err := failoverURL(reqURL, d, fd)
-			if err != nil {
-				return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
-			}
-			x.URL = u
-		}
-		x.Destination = fd.Name
-		return fd, nil
+		return to, nil
 	}
-	x.refuse = qerr
-	return d, nil
+	// Failover, unless the destination it fails over to is quarantined
+	// too.
+	if fs, err := g.monitor.Check(ctx, to.Name); err != nil || fs.Quarantined {
+		return nil, qerr
+	}
+	if reqURL != "" {
+		u, err := failoverURL(reqURL, d, to)
+		if err != nil {
+			return nil, &GuardError{Stage: StageParse, Exchange: x.ID, Err: err}
+		}
+		x.URL = u
+	}
+	x.Destination = to.Name
+	return to, nil
 }
 
 // failoverURL is reqURL sent to to instead of from: to's base URL joined

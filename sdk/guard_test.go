@@ -48,6 +48,11 @@ inbound:
     usage_mismatch: flag
 redaction:
   style: placeholder
+# These tests judge answers one by one: a contaminated answer must not
+# quarantine the destination for the next case (quarantine_test.go tests
+# quarantines).
+quarantine:
+  enabled: false
 `
 
 const (

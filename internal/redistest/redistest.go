@@ -16,12 +16,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -178,4 +180,86 @@ func Client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: Start(t)})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Relay is a TCP relay in front of a server, for tests of an outage: Cut
+// closes every connection through it and refuses new ones, Restore
+// accepts them again on the same address.
+type Relay struct {
+	// Addr is the relay's address ("127.0.0.1:port"): give it to clients
+	// instead of the server's.
+	Addr string
+
+	target string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]bool
+}
+
+// NewRelay starts a relay to target for t, closed by t.Cleanup.
+func NewRelay(t testing.TB, target string) *Relay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Relay{Addr: ln.Addr().String(), target: target, conns: map[net.Conn]bool{}}
+	r.serve(ln)
+	t.Cleanup(r.Cut)
+	return r
+}
+
+func (r *Relay) serve(ln net.Listener) {
+	r.mu.Lock()
+	r.ln = ln
+	r.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", r.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns[c], r.conns[up] = true, true
+			r.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+// Cut closes the relay's listener and every connection through it.
+func (r *Relay) Cut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln != nil {
+		r.ln.Close()
+		r.ln = nil
+	}
+	for c := range r.conns {
+		c.Close()
+	}
+	clear(r.conns)
+}
+
+// Restore listens again on the relay's address.
+func (r *Relay) Restore(t testing.TB) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 { // the port was just released
+		if ln, err = net.Listen("tcp", r.Addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.serve(ln)
 }

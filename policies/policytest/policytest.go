@@ -33,11 +33,13 @@ import (
 //	    destination: openai    # a destination name; "default" when omitted
 //	    input: "Write to jane.doe@acme-corp.com"   # or file: samples/x.docx
 //	    tokens: 900000         # optional token count; counted when omitted
+//	    quarantined: true      # optional: decide as while the destination is quarantined
 //	    expect:
 //	      action: redact       # allow, redact or block (required)
 //	      level: confidential  # optional; "none" when nothing may be found
 //	      detectors: [pii.email]   # optional; the exact set of detectors found
 //	      over_capacity: false     # optional
+//	      destination: local       # optional; the destination decided for (a quarantine's failover)
 
 type rawTestFile struct {
 	Policy string        `mapstructure:"policy"`
@@ -50,6 +52,7 @@ type rawTestCase struct {
 	Input       *string   `mapstructure:"input"`
 	File        string    `mapstructure:"file"`
 	Tokens      *int      `mapstructure:"tokens"`
+	Quarantined bool      `mapstructure:"quarantined"`
 	Expect      rawExpect `mapstructure:"expect"`
 }
 
@@ -58,6 +61,7 @@ type rawExpect struct {
 	Level        *string  `mapstructure:"level"`
 	Detectors    []string `mapstructure:"detectors"`
 	OverCapacity *bool    `mapstructure:"over_capacity"`
+	Destination  string   `mapstructure:"destination"`
 }
 
 // Options configures RunTests.
@@ -367,11 +371,24 @@ func runCase(ctx context.Context, ev *policies.Evaluator, sc *classifiers.Scanne
 	default:
 		return errorf("cases[%d]: input or file is required", i)
 	}
+	refuse := false
+	if c.Quarantined {
+		// As the guard decides while the destination is quarantined.
+		d, refuse = p.WhileQuarantined(d)
+	}
 	out, err := ev.Evaluate(ctx, d, in)
 	if err != nil {
 		return errorf("cases[%d]: %v", i, err)
 	}
 	dec := out.Decision
+	if refuse {
+		dec.Action = policies.ActionBlock
+		dec.Reasons = append(dec.Reasons, policies.Reason{Rule: p.Quarantine(d).Field, Action: policies.ActionBlock,
+			Message: "the destination is quarantined: no request is sent to it"})
+	}
+	if c.Expect.Destination != "" && c.Expect.Destination != d.Name {
+		res.Messages = append(res.Messages, fmt.Sprintf("destination: got %s, want %s", d.Name, c.Expect.Destination))
+	}
 	flat, _ := out.Flat()
 	level := dec.Level
 	if level == "" {

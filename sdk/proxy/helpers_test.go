@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,9 +35,15 @@ const blockAll = `inbound:
   canary: true
 `
 
-// testPolicyInbound is testPolicy with the given inbound section.
+// testPolicyInbound is testPolicy with the given inbound section. Unless
+// the section holds a quarantine section of its own, quarantine is off:
+// these tests judge answers one by one (quarantine_test.go tests
+// quarantines).
 func testPolicyInbound(t testing.TB, base string, maxInput int, inbound string) *policies.Policy {
 	t.Helper()
+	if !strings.Contains(inbound, "quarantine:") {
+		inbound += "quarantine:\n  enabled: false\n"
+	}
 	y := fmt.Sprintf(`name: proxy-test
 levels: [public, internal, confidential, restricted]
 classify:

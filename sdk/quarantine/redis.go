@@ -2,6 +2,8 @@ package quarantine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,8 +48,8 @@ func (r *RedisStore) destsKey() string             { return r.ns + ":q:dests" }
 // observeScript: KEYS health, recent, state, dests; ARGV now (ms), window
 // (ms), threshold, destination name, the state to set when it trips
 // (JSON; its until in ms follows, 0 for none), the number of signs, the
-// signs, then for each sign 1 when it counts and 0 otherwise, then the
-// exchange ID. Returns {tripped, state value or false}.
+// signs, then for each sign 1 when it counts and 0 otherwise, then a
+// token unique to the call. Returns {tripped, state value or false}.
 var observeScript = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
@@ -61,7 +63,7 @@ for i = 1, n do
   redis.call('HSET', KEYS[1], s .. ':last', now)
   if ARGV[7 + n + i] == '1' then
     counted = counted + 1
-    redis.call('ZADD', KEYS[2], now, ARGV[8 + 2 * n] .. ':' .. s .. ':' .. i)
+    redis.call('ZADD', KEYS[2], now, ARGV[8 + 2 * n] .. ':' .. s)
   end
 end
 redis.call('SADD', KEYS[4], ARGV[4])
@@ -123,7 +125,11 @@ func (r *RedisStore) Observe(ctx context.Context, obs Observation, rule Rule) (S
 	for _, c := range counts {
 		args = append(args, c)
 	}
-	args = append(args, obs.Exchange)
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return State{}, false, err
+	}
+	args = append(args, hex.EncodeToString(nonce[:]))
 	keys := []string{r.key("health", obs.Destination), r.key("recent", obs.Destination), r.key("state", obs.Destination), r.destsKey()}
 	res, err := observeScript.Run(ctx, r.c, keys, args...).Slice()
 	if err != nil {

@@ -9,16 +9,30 @@ import (
 	"time"
 )
 
-// webhooks posts events in the background, each retried with exponential
-// backoff until it is accepted (a 2xx answer), refused for good (a 4xx
-// other than 408 and 429), or out of attempts.
+// maxQueued bounds the events waiting to be posted; beyond it the oldest
+// waiting event is dropped (and counted).
+const maxQueued = 256
+
+// webhooks posts events in order, from one goroutine, each retried with
+// exponential backoff until it is accepted (a 2xx answer), refused for
+// good (a 4xx other than 408 and 429), or out of attempts; then the next.
 type webhooks struct {
 	client  *http.Client
 	retries int
 	backoff time.Duration
-	wg      sync.WaitGroup
-	done    chan struct{}
+
+	mu      sync.Mutex
+	queue   []queued
+	running bool
+	dropped int
+	idle    chan struct{} // closed when the worker stops with nothing queued
+	done    chan struct{} // closed by close: stop waiting between retries
 	once    sync.Once
+}
+
+type queued struct {
+	url  string
+	body []byte
 }
 
 func newWebhooks(c *http.Client, retries int, backoff time.Duration) *webhooks {
@@ -31,34 +45,61 @@ func newWebhooks(c *http.Client, retries int, backoff time.Duration) *webhooks {
 	if backoff <= 0 {
 		backoff = 500 * time.Millisecond
 	}
-	return &webhooks{client: c, retries: retries, backoff: backoff, done: make(chan struct{})}
+	idle := make(chan struct{})
+	close(idle)
+	return &webhooks{client: c, retries: retries, backoff: backoff, idle: idle, done: make(chan struct{})}
 }
 
-// post sends ev to url in the background.
+// post queues ev for url.
 func (w *webhooks) post(url string, ev Event) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return
 	}
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		wait := w.backoff
-		for attempt := 1; attempt <= w.retries; attempt++ {
-			if w.send(url, body) {
-				return
-			}
-			if attempt == w.retries {
-				return
-			}
-			select {
-			case <-time.After(wait):
-			case <-w.done:
-				return
-			}
-			wait *= 2
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) >= maxQueued {
+		w.queue = w.queue[1:]
+		w.dropped++
+	}
+	w.queue = append(w.queue, queued{url, body})
+	if !w.running {
+		w.running = true
+		w.idle = make(chan struct{})
+		go w.work(w.idle)
+	}
+}
+
+func (w *webhooks) work(idle chan struct{}) {
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.running = false
+			close(idle)
+			w.mu.Unlock()
+			return
 		}
-	}()
+		q := w.queue[0]
+		w.queue = w.queue[1:]
+		w.mu.Unlock()
+		w.deliver(q)
+	}
+}
+
+// deliver posts q, retrying.
+func (w *webhooks) deliver(q queued) {
+	wait := w.backoff
+	for attempt := 1; attempt <= w.retries; attempt++ {
+		if w.send(q.url, q.body) || attempt == w.retries {
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-w.done:
+			return
+		}
+		wait *= 2
+	}
 }
 
 // send posts body once and reports whether no retry is needed.
@@ -83,17 +124,21 @@ func (w *webhooks) send(url string, body []byte) bool {
 	return true
 }
 
-// close waits for the posts under way until ctx is done, then stops their
-// retries.
+// close waits for the queued events to be posted until ctx is done, then
+// stops the retries and drops what is left.
 func (w *webhooks) close(ctx context.Context) error {
-	finished := make(chan struct{})
-	go func() { w.wg.Wait(); close(finished) }()
+	w.mu.Lock()
+	idle := w.idle
+	w.mu.Unlock()
 	select {
-	case <-finished:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		w.once.Do(func() { close(w.done) })
-		<-finished
+		w.mu.Lock()
+		w.queue = nil
+		w.mu.Unlock()
+		<-idle
 		return ctx.Err()
 	}
 }
