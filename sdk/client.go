@@ -21,6 +21,7 @@ import (
 // sdk.WithRefusal recovers the typed error there too. A Client is safe for concurrent use.
 type Client struct {
 	client *openai.Client
+	guard  *Guard
 }
 
 // NewClient returns a go-openai client guarded by g. The config's
@@ -39,8 +40,11 @@ func NewClient(g *Guard, config openai.ClientConfig) *Client {
 	default:
 		config.HTTPClient = &http.Client{Transport: &Transport{Guard: g, Provider: "openai", Base: doerTransport{hc}}}
 	}
-	return &Client{client: openai.NewClientWithConfig(config)}
+	return &Client{client: openai.NewClientWithConfig(config), guard: g}
 }
+
+// Guard returns the guard the client's requests go through.
+func (c *Client) Guard() *Guard { return c.guard }
 
 // doerTransport adapts a go-openai HTTPDoer to an http.RoundTripper.
 type doerTransport struct{ d openai.HTTPDoer }

@@ -29,6 +29,7 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 // README:begin
@@ -59,11 +60,14 @@ func ask(ctx context.Context, client *sdk.Client, question string) (string, erro
 func explain(err error) string {
 	var blocked *sdk.BlockedError
 	var contaminated *sdk.ContaminationError
+	var quarantined *quarantine.Error
 	switch {
 	case errors.As(err, &blocked): // nothing was sent; the reasons are masked
 		return fmt.Sprintf("not sent (over capacity: %t): %v", blocked.OverCapacity, err)
 	case errors.As(err, &contaminated): // the answer carried foreign material
 		return fmt.Sprintf("answer refused (%d signals): %v", len(contaminated.Signals), err)
+	case errors.As(err, &quarantined): // its answers showed a faulty service: nothing was sent
+		return fmt.Sprintf("not sent (%s quarantined): %v", quarantined.Destination, err)
 	}
 	return err.Error() // *sdk.GuardError: the guard itself failed, and failed closed
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 // long is the over-long request: about 5,000 tokens, over the scaled-down
@@ -146,9 +147,29 @@ func TestREADMESnippet(t *testing.T) {
 		}
 		noValues(t, msg)
 
-		// The same client answers a question of its own, and the answer
-		// keeps its value (restored from the placeholder the server saw).
-		answer, err = ask(ctx, client, "Tell quentin.arnaud@sfr.fr that the thermostat schedule changes on Monday.")
+		// The answer showed a faulty service (a dropped prompt): the
+		// destination is quarantined, and personal data no longer goes.
+		question := "Tell quentin.arnaud@sfr.fr that the thermostat schedule changes on Monday."
+		sent := metric(t, ts, "vllm:prompt_tokens_total")
+		_, err = ask(ctx, client, question)
+		var quarantined *quarantine.Error
+		if !errors.As(err, &quarantined) || quarantined.Destination != "default" {
+			t.Fatalf("personal data after the leak: %v, want *quarantine.Error", err)
+		}
+		if !strings.HasPrefix(explain(err), "not sent (default quarantined)") {
+			t.Errorf("explain: %s", explain(err))
+		}
+		if n := metric(t, ts, "vllm:prompt_tokens_total"); n != sent {
+			t.Error("the request reached the quarantined service")
+		}
+
+		// Once a person has looked and cleared it, the same client answers
+		// a question of its own, and the answer keeps its value (restored
+		// from the placeholder the server saw).
+		if _, ok, err := client.Guard().Quarantine().Clear(ctx, "default"); !ok || err != nil {
+			t.Fatalf("clear: %v %v", ok, err)
+		}
+		answer, err = ask(ctx, client, question)
 		if err != nil {
 			t.Fatalf("a clean question: %v", err)
 		}
@@ -299,8 +320,11 @@ func TestPreset(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(records) != 1 || records[0].Verdict != sdk.VerdictContaminated || records[0].Signals[policies.SignalUsageMismatch] == 0 {
-			t.Fatalf("audit records %+v: want one refused by %s", records, policies.SignalUsageMismatch)
+		// The exchange, refused, then the quarantine its dropped prompt
+		// tripped.
+		if len(records) != 2 || records[0].Verdict != sdk.VerdictContaminated || records[0].Signals[policies.SignalUsageMismatch] == 0 ||
+			records[1].Event != quarantine.EventTripped || records[1].Exchange != records[0].Exchange {
+			t.Fatalf("audit records %+v: want one refused by %s, then the quarantine it tripped", records, policies.SignalUsageMismatch)
 		}
 	})
 
