@@ -185,6 +185,7 @@ type cleanResult struct {
 	byKind          map[string][2]int // kind → sent, false alarms
 	alarms          []string          // one line per false alarm (masked signals only)
 	cacheHits       int
+	signs, trips    int // signs of a faulty service, quarantines tripped
 }
 
 // runCleanTraffic sends the clean mix through a real proxy to a real
@@ -198,7 +199,7 @@ func runCleanTraffic(t testing.TB, seed uint64, n, workers int) cleanResult {
 	t.Cleanup(cs.Close)
 	fs := httptest.NewServer(http.HandlerFunc(faqBot))
 	t.Cleanup(fs.Close)
-	_, hs := startProxy(t, Options{Policy: cleanPolicy(t, ts.URL, cs.URL, fs.URL), Upstream: "llm"})
+	px, hs := startProxy(t, Options{Policy: cleanPolicy(t, ts.URL, cs.URL, fs.URL), Upstream: "llm"})
 	mix := traffic.CleanMix(traffic.CleanOptions{Seed: seed, Exchanges: n})
 
 	clients := map[string]*openai.Client{}
@@ -275,6 +276,21 @@ func runCleanTraffic(t testing.TB, seed uint64, n, workers int) cleanResult {
 	cache.mu.Lock()
 	res.cacheHits = cache.hits
 	cache.mu.Unlock()
+	// The quarantine is on (the policy's default): clean traffic must show
+	// no sign of a faulty service, and trip nothing.
+	hs2, err := px.Guard().Quarantine().Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hs2 {
+		for sign, st := range h.Signs {
+			res.signs += int(st.Count)
+			res.alarms = append(res.alarms, fmt.Sprintf("sign %s on %s: %d", sign, h.Destination, st.Count))
+		}
+		if h.State != nil {
+			res.trips++
+		}
+	}
 	return res
 }
 
@@ -295,7 +311,8 @@ func (r cleanResult) report() string {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, "%d clean exchanges, %d delivered, %d refused (response cache hits %d)\n", r.sent, r.delivered, r.sent-r.delivered, r.cacheHits)
+	fmt.Fprintf(&b, "%d clean exchanges, %d delivered, %d refused (response cache hits %d); %d signs of a faulty service, %d quarantines tripped\n",
+		r.sent, r.delivered, r.sent-r.delivered, r.cacheHits, r.signs, r.trips)
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-15s %5d sent %4d refused\n", k, r.byKind[k][0], r.byKind[k][1])
 	}
@@ -328,7 +345,7 @@ func TestCleanTraffic(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		res := runCleanTraffic(t, seed, n/2, 4)
 		t.Logf("seed %d: %s", seed, res.report())
-		if res.sent != n/2 || res.delivered != res.sent {
+		if res.sent != n/2 || res.delivered != res.sent || res.signs != 0 || res.trips != 0 {
 			t.Errorf("seed %d: %d of %d clean exchanges refused:\n%s", seed, res.sent-res.delivered, res.sent, res.report())
 		}
 	}

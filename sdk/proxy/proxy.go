@@ -457,6 +457,9 @@ func (p *Proxy) Destinations() []string {
 	return slices.Sorted(maps.Keys(p.routes))
 }
 
+// Guard returns the proxy's guard (its quarantine monitor, its policy).
+func (p *Proxy) Guard() *sdk.Guard { return p.guard }
+
 // Close releases idle upstream connections and closes the audit file the
 // guard opened from the policy's audit section, if any (not
 // Options.AuditLog, which belongs to the caller).
