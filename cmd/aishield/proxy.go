@@ -11,15 +11,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/policies"
+	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/fingerprint"
-	"github.com/aishield/aishield/sdk/quarantine"
 	"github.com/aishield/aishield/sdk/proxy"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 func newProxyCmd() *cobra.Command {
@@ -57,6 +59,15 @@ AISHIELD_REDIS_URL gives the URL instead, and AISHIELD_REDIS_PASSWORD the passwo
 neither shows in ps. Every record in Redis carries an HMAC under AISHIELD_STORE_KEY (else a
 key derived from AISHIELD_CANARY_KEY; one of them is required with --redis): records a writer
 without the key adds are ignored and counted.
+
+Answers that show a faulty service (a dropped prompt, another exchange's placeholder, canary
+or text, chat-template fragments, an ID changing inside a response) quarantine their
+destination as the policy's quarantine section says: by default at the first sign, until
+"aishield quarantine clear", letting only public data through (503 aishield_quarantined for
+the rest). With --redis every proxy sharing the server sees the quarantine, and it survives
+restarts. Destinations whose quarantine declares a probe are probed on its schedule (the API
+key from the environment variable its key_env names). /metrics has
+aishield_destination_quarantined per destination.
 
 Resources are bounded: --max-concurrent requests at once (429 with Retry-After beyond),
 --max-in-flight-bytes of request bodies in all (429), --max-body per body (413),
@@ -175,6 +186,23 @@ from the connection itself.`,
 				return withCode(2, err)
 			}
 			defer p.Close()
+			// Synthetic probes of the destinations whose quarantine declares
+			// them, on the policy's schedule, shared through --redis.
+			pctx, stopProbes := context.WithCancel(ctx)
+			defer stopProbes()
+			prober := &sdk.Prober{Guard: p.Guard(), Client: &http.Client{Timeout: 2 * time.Minute},
+				Header: func(dest string) http.Header { return probeHeader(opts.Policy, dest) },
+				OnProbe: func(r sdk.ProbeResult, err error) {
+					switch {
+					case err != nil:
+						fmt.Fprintf(errOut, "aishield: probe of %s failed: %v\n", r.Destination, err)
+					case r.Contaminated:
+						fmt.Fprintf(errOut, "aishield: probe %s of %s came back contaminated (%s)\n", r.Exchange, r.Destination, strings.Join(r.Reasons, ", "))
+					}
+				}}
+			if len(prober.Destinations()) > 0 {
+				go func() { _ = prober.Run(pctx) }()
+			}
 			scheme := "http"
 			if tlsCfg != nil {
 				ln, scheme = tls.NewListener(ln, tlsCfg), "https"
@@ -283,4 +311,26 @@ func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 	}
 	return cfg, nil
+}
+
+// probeHeader returns the headers of dest's probes: its API key, read from
+// the environment variable its probe section names, as the provider
+// expects it.
+func probeHeader(pol *policies.Policy, dest string) http.Header {
+	d, ok := pol.Destination(dest)
+	if !ok {
+		return nil
+	}
+	pr := pol.Quarantine(d).Probe
+	if pr == nil || pr.KeyEnv == "" {
+		return nil
+	}
+	key := os.Getenv(pr.KeyEnv)
+	if key == "" {
+		return nil
+	}
+	if strings.EqualFold(d.Provider, "anthropic") {
+		return http.Header{"X-Api-Key": {key}}
+	}
+	return http.Header{"Authorization": {"Bearer " + key}}
 }

@@ -43,6 +43,10 @@ const (
 	// ResultAborted: the client gave up during prefill (abort-reuse-race
 	// mode) and the server aborted the request (ground truth).
 	ResultAborted = "aborted"
+	// ResultQuarantined: refused by aishield before sending because an
+	// earlier answer showed the service faulty and the destination is
+	// quarantined (only public data goes).
+	ResultQuarantined = "quarantined"
 )
 
 // Report is the outcome of a demo. It holds no sensitive value: counts,
@@ -79,6 +83,25 @@ type RunReport struct {
 	Totals   Totals    `json:"totals"`
 	// Seconds is the wall time of the run.
 	Seconds float64 `json:"seconds"`
+	// FirstSign is the request whose answer first showed the service
+	// faulty: for a run through aishield, the first answer stopped for a
+	// sign of a faulty service (see package quarantine); without
+	// aishield, the first contaminated answer its caller received. 0 when
+	// none did.
+	FirstSign int `json:"first_sign,omitempty"`
+	// AfterSign is, per tenant, what reached the faulty service after the
+	// first sign: the data the people who were harmed kept handing it.
+	AfterSign map[string]Exposure `json:"after_sign,omitempty"`
+}
+
+// Exposure is what a tenant sent to the shared service after its first
+// sign: requests, the prompt tokens they wrote into its memory, and the
+// sensitive values they carried (in clear, or as placeholders).
+type Exposure struct {
+	Requests int `json:"requests"`
+	Tokens   int `json:"tokens"`
+	InClear  int `json:"in_clear"`
+	Redacted int `json:"redacted"`
 }
 
 // Outcome is what happened to one request in one run.
@@ -177,6 +200,9 @@ type Totals struct {
 	Delivered   int `json:"delivered"`
 	FalseAlarms int `json:"false_alarms"`
 	Errors      int `json:"errors"`
+	// Quarantined requests were held back because the destination was
+	// quarantined.
+	Quarantined int `json:"quarantined,omitempty"`
 	// Signals counts the inbound signal IDs that stopped answers.
 	Signals map[string]int `json:"signals,omitempty"`
 }
@@ -233,6 +259,8 @@ func totals(os []Outcome) Totals {
 			t.FalseAlarms++
 		case ResultError:
 			t.Errors++
+		case ResultQuarantined:
+			t.Quarantined++
 		}
 		for _, s := range o.Signals {
 			if t.Signals == nil {
@@ -345,6 +373,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	row("sensitive values sent in clear", func(t Totals) string { return fmt.Sprint(t.SentValues) })
 	row("values redacted (restored in the answers)", func(t Totals) string { return fmt.Sprint(t.Redacted) })
 	row("requests blocked for their content", func(t Totals) string { return fmt.Sprint(t.Blocked) })
+	quarantined := false
+	for _, run := range r.Runs {
+		quarantined = quarantined || run.Totals.Quarantined > 0
+	}
+	if quarantined {
+		row("requests held back by the quarantine", func(t Totals) string { return fmt.Sprint(t.Quarantined) })
+	}
 	row("over-capacity requests sent", func(t Totals) string { return fmt.Sprintf("%d of %d", t.OversizeSent, t.Oversize) })
 	aborted := false
 	for _, run := range r.Runs {
@@ -379,6 +414,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeAfterSign(ew); err != nil {
+		return err
+	}
 
 	for _, run := range r.Runs {
 		ew.printf("\n%s", run.Title)
@@ -403,6 +441,47 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return ew.err
+}
+
+// writeAfterSign prints, per tenant and run, what reached the shared
+// service after its first sign.
+func (r *Report) writeAfterSign(w io.Writer) error {
+	signs := false
+	for _, run := range r.Runs {
+		signs = signs || run.FirstSign > 0
+	}
+	if !signs {
+		return nil
+	}
+	fmt.Fprintf(w, "\nsent to the shared service after its first sign (requests, prompt tokens, sensitive values in clear + as placeholders):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := "\t"
+	for _, run := range r.Runs {
+		line += run.Title + "\t"
+	}
+	fmt.Fprintln(tw, line)
+	line = "first sign\t"
+	for _, run := range r.Runs {
+		if run.FirstSign == 0 {
+			line += "none\t"
+		} else {
+			line += fmt.Sprintf("#%d\t", run.FirstSign)
+		}
+	}
+	fmt.Fprintln(tw, line)
+	for _, t := range r.Tenants {
+		line := t.Name + "\t"
+		for _, run := range r.Runs {
+			e := run.AfterSign[t.Name]
+			if run.FirstSign == 0 {
+				line += "-\t"
+				continue
+			}
+			line += fmt.Sprintf("%d, %s tok, %d+%d\t", e.Requests, num(e.Tokens), e.InClear, e.Redacted)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	return tw.Flush()
 }
 
 // describe is one line about a request worth mentioning, "" otherwise.
@@ -451,6 +530,8 @@ func describe(o Outcome) string {
 		return fmt.Sprintf("FALSE ALARM %s: %s", o.Label, o.Error)
 	case ResultError:
 		return fmt.Sprintf("ERROR   %s: %s", o.Label, o.Error)
+	case ResultQuarantined:
+		return fmt.Sprintf("held    %s: the destination is quarantined, not sent", o.Label)
 	case ResultAborted:
 		s := fmt.Sprintf("aborted %s: its client gave up during prefill; the server freed its pages at once", o.Label)
 		if o.Redacted > 0 {

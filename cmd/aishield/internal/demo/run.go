@@ -27,6 +27,7 @@ import (
 	"github.com/aishield/aishield/pagedcache"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 // Options configures Run. The zero value replays the incident at full size.
@@ -351,8 +352,44 @@ func (c *config) runPass(ctx context.Context, p pass) (*RunReport, error) {
 	}
 	run.Totals = totals(run.Requests)
 	run.Seconds = time.Since(start).Seconds()
+	run.afterSign(p.wrap != nil)
 	return run, nil
 }
+
+// afterSign finds the run's first sign and sums what each tenant sent after
+// it. guarded says the run went through aishield: its sign is an answer
+// stopped for a sign of a faulty service; without aishield it is the first
+// contaminated answer delivered (the first a caller could have seen).
+func (run *RunReport) afterSign(guarded bool) {
+	for _, o := range run.Requests {
+		if run.FirstSign != 0 {
+			if !o.Sent || o.Aborted {
+				continue
+			}
+			if run.AfterSign == nil {
+				run.AfterSign = map[string]Exposure{}
+			}
+			e := run.AfterSign[o.Tenant]
+			e.Requests++
+			e.Tokens += o.PromptTokens
+			e.InClear += total(o.SentValues)
+			e.Redacted += o.Redacted
+			run.AfterSign[o.Tenant] = e
+			continue
+		}
+		switch {
+		case !guarded && (o.Result == ResultLeaked || o.Result == ResultTruncated):
+			run.FirstSign = o.N
+		case guarded && (o.Result == ResultCaught || o.Result == ResultFalseAlarm) && slices.ContainsFunc(o.Signals, isSign):
+			run.FirstSign = o.N
+		}
+	}
+}
+
+// isSign reports whether an inbound signal ID is a sign of a faulty
+// service (every signal but a foreign entity, which a model can write of
+// its own).
+func isSign(id string) bool { return id != policies.SignalForeignEntity }
 
 // groundTruth returns the server's record of its seq-th request. The server
 // files a record once its handler returns, which may be a moment after the
@@ -556,6 +593,7 @@ func (c *config) guardedPass(ctx context.Context, name, title string, maxInput i
 func classifyGuardError(err error, o *Outcome) {
 	var be *sdk.BlockedError
 	var ce *sdk.ContaminationError
+	var qe *quarantine.Error
 	switch {
 	case errors.As(err, &be):
 		o.Result = ResultBlocked
@@ -574,6 +612,8 @@ func classifyGuardError(err error, o *Outcome) {
 				o.Reasons = append(o.Reasons, what)
 			}
 		}
+	case errors.As(err, &qe):
+		o.Result = ResultQuarantined
 	case errors.As(err, &ce):
 		o.Result = ResultCaught
 		if len(o.ForeignTokens) == 0 && !o.Truncated {
