@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,12 @@ func TestQuarantineListClearRedis(t *testing.T) {
 	addr := redistest.Start(t)
 	var mu sync.Mutex
 	var hooks [][]byte
+	var hookDown atomic.Bool
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hookDown.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		hooks = append(hooks, b)
@@ -169,6 +175,24 @@ destinations:
 	code, out, _ = cli("quarantine", "list", "--redis", addr, "--policy", polPath, "--format", "json")
 	if code != 0 || strings.Contains(out, `"active"`) || !strings.Contains(out, `"quarantine": null`) {
 		t.Errorf("list after the clear: exit %d:\n%s", code, out)
+	}
+
+	// A webhook that keeps failing: the clear stands, and says the post
+	// was not delivered in time.
+	if err := mon.Observe(ctx, "shared-llm", "00000000000000aa", []string{policies.SignDroppedPrompt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hookDown.Store(true)
+	code, out, errOut = cli("quarantine", "clear", "shared-llm", "--redis", addr, "--policy", polPath, "--webhook-wait", "300ms")
+	if code != 0 || !strings.Contains(out, "tripped by exchange 00000000000000aa") ||
+		!strings.Contains(errOut, "the webhook of shared-llm was not delivered within 300ms; the quarantine is cleared") {
+		t.Errorf("clear with the webhook down: exit %d: %s%s", code, out, errOut)
+	}
+	if _, ok, err := quarantine.NewRedisStore(rc, "").Get(ctx, "shared-llm"); err != nil || ok {
+		t.Errorf("the quarantine is still recorded (%v, %v)", ok, err)
 	}
 
 	// The address may come from AISHIELD_REDIS_URL.
