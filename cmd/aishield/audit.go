@@ -212,7 +212,10 @@ between two dates, how big were they and what did they carry? Filters combine
 (AND). --model is a glob. --level keeps exchanges whose highest level is at
 least the given one, in the order of --policy's levels (default preset:
 default). --until is exclusive; a date means midnight UTC. The chain is
-verified while reading; a broken chain exits 1.`,
+verified while reading; a broken chain exits 1. The quarantine's events (a
+destination quarantined or cleared) show as rows of their own among the
+exchanges, and under "events" with --json; filters on the model, the tokens or
+the level leave them out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runAuditQuery(cmd, q, args[0]) },
 	}
