@@ -59,8 +59,7 @@ func signOf(s inbound.Signal) string {
 // quarantineEvent writes a quarantine change in the audit trail and
 // passes it on.
 func (g *Guard) quarantineEvent(ev quarantine.Event) {
-	rec := &AuditRecord{Time: ev.Time, Exchange: ev.Exchange, Destination: ev.Destination, Event: ev.Type,
-		Signs: ev.Signs, Quarantine: &QuarantineRecord{Since: ev.Since, Until: ev.Until, Action: ev.Action, Reason: ev.Reason, Count: ev.Count}}
+	rec := QuarantineEventRecord(ev)
 	if g.audit != nil {
 		_ = g.audit.Append(rec)
 	}
@@ -70,4 +69,14 @@ func (g *Guard) quarantineEvent(ev quarantine.Event) {
 	if g.onQuar != nil {
 		g.onQuar(ev)
 	}
+}
+
+// QuarantineEventRecord returns the audit record of a quarantine change:
+// the one a guard appends to its trail, and the one a program that clears
+// a quarantine itself (as "aishield quarantine clear" does) appends to
+// the trail it continues. Like the event, it holds no value from any
+// request or response.
+func QuarantineEventRecord(ev quarantine.Event) *AuditRecord {
+	return &AuditRecord{Time: ev.Time, Exchange: ev.Exchange, Destination: ev.Destination, Event: ev.Type,
+		Signs: ev.Signs, Quarantine: &QuarantineRecord{Since: ev.Since, Until: ev.Until, Action: ev.Action, Reason: ev.Reason, Count: ev.Count}}
 }

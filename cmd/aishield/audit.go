@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +21,7 @@ import (
 	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
+	"github.com/aishield/aishield/sdk/quarantine"
 )
 
 func newAuditCmd() *cobra.Command {
@@ -26,7 +29,7 @@ func newAuditCmd() *cobra.Command {
 		Use:   "audit",
 		Short: "Check and query the guard's hash-chained audit trail",
 	}
-	cmd.AddCommand(newAuditVerifyCmd(), newAuditQueryCmd())
+	cmd.AddCommand(newAuditVerifyCmd(), newAuditQueryCmd(), newAuditExposureCmd())
 	return cmd
 }
 
@@ -209,7 +212,10 @@ between two dates, how big were they and what did they carry? Filters combine
 (AND). --model is a glob. --level keeps exchanges whose highest level is at
 least the given one, in the order of --policy's levels (default preset:
 default). --until is exclusive; a date means midnight UTC. The chain is
-verified while reading; a broken chain exits 1.`,
+verified while reading; a broken chain exits 1. The quarantine's events (a
+destination quarantined or cleared) show as rows of their own among the
+exchanges, and under "events" with --json; filters on the model, the tokens or
+the level leave them out.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runAuditQuery(cmd, q, args[0]) },
 	}
@@ -292,12 +298,19 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	}
 	out := cmd.OutOrStdout()
 	if q.asJSON {
-		if matches == nil {
-			matches = []*sdk.AuditRecord{}
+		// Exchange records and quarantine events (records with an event)
+		// apart, each in the trail's order.
+		exchanges, events := []*sdk.AuditRecord{}, []*sdk.AuditRecord{}
+		for _, r := range matches {
+			if r.Event != "" {
+				events = append(events, r)
+			} else {
+				exchanges = append(exchanges, r)
+			}
 		}
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"count": len(matches), "tokens": total, "exchanges": matches}); err != nil {
+		if err := enc.Encode(map[string]any{"count": len(exchanges), "tokens": total, "exchanges": exchanges, "events": events}); err != nil {
 			return withCode(2, err)
 		}
 		return nil
@@ -313,7 +326,17 @@ func globMatch(pattern, s string) bool {
 func writeAuditTable(out io.Writer, rs []*sdk.AuditRecord, total int) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tEXCHANGE\tDESTINATION\tMODEL\tTOKENS\tDECISION\tLEVEL\tVERDICT\tCARRIED")
+	exchanges, events := 0, 0
 	for _, r := range rs {
+		if r.Event != "" {
+			// A quarantine change: the event where the decision goes, what
+			// it was in the last column.
+			events++
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t%s\t-\t-\t%s\n", r.Time.UTC().Format(time.RFC3339), shown(r.Exchange),
+				shown(r.Destination), shown(r.Event), eventSummary(r))
+			continue
+		}
+		exchanges++
 		dets := make([]string, 0, len(r.Detectors))
 		for d, n := range r.Detectors {
 			dets = append(dets, fmt.Sprintf("%s=%d", d, n))
@@ -345,6 +368,42 @@ func writeAuditTable(out io.Writer, rs []*sdk.AuditRecord, total int) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "%d exchanges, %d tokens\n", len(rs), total)
+	summary := fmt.Sprintf("%d exchanges, %d tokens", exchanges, total)
+	if events > 0 {
+		summary += fmt.Sprintf(", %d quarantine events", events)
+	}
+	_, err := fmt.Fprintln(out, summary)
 	return err
+}
+
+// eventSummary describes a quarantine event record in one cell: how it
+// changed, the quarantine's action, when it ends, and the signs of the
+// answer that tripped it.
+func eventSummary(r *sdk.AuditRecord) string {
+	var parts []string
+	if q := r.Quarantine; q != nil {
+		parts = append(parts, "reason="+shown(q.Reason))
+		if q.Action != "" {
+			parts = append(parts, "action="+shown(q.Action))
+		}
+		if r.Event == quarantine.EventTripped {
+			until := "cleared"
+			if !q.Until.IsZero() {
+				until = q.Until.UTC().Format(time.RFC3339)
+			}
+			parts = append(parts, "until="+until)
+			if q.Count > 0 {
+				parts = append(parts, fmt.Sprintf("count=%d", q.Count))
+			}
+		} else if !q.Since.IsZero() {
+			parts = append(parts, "since="+q.Since.UTC().Format(time.RFC3339))
+		}
+	}
+	for _, s := range slices.Sorted(maps.Keys(r.Signs)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", shown(s), r.Signs[s]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
 }

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/policies"
@@ -112,36 +111,20 @@ from the connection itself.`,
 			if !quiet {
 				opts.Log = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
-			if redisAddr == "" {
-				redisAddr = os.Getenv(envRedisURL)
-			}
-			if redisAddr != "" {
-				var caPEM []byte
-				if redisCA != "" {
-					if caPEM, err = os.ReadFile(redisCA); err != nil {
-						return withCode(2, fmt.Errorf("--redis-ca: %w", err))
-					}
-				}
-				target, err := parseRedisTarget(redisAddr, os.Getenv(envRedisPassword), caPEM)
+			if redisAddr = redisAddress(redisAddr); redisAddr != "" {
+				target, err := parseRedisFlags(redisAddr, redisCA)
 				if err != nil {
-					return withCode(2, fmt.Errorf("--redis: %w", err))
+					return withCode(2, err)
 				}
 				key := storeKey(os.Getenv)
 				if len(key) < 16 {
 					return withCode(2, fmt.Errorf("--redis: set %s (at least 16 bytes) or AISHIELD_CANARY_KEY, the same in every proxy sharing the store: it keys the MAC of the records", envStoreKey))
 				}
-				secrets := redisSecrets(target, redisAddr)
-				// go-redis logs through a process-wide logger: the CLI owns
-				// its process, and scrubs the credentials from those lines.
-				redis.SetLogger(&scrubbingLogger{w: errOut, secrets: secrets})
-				rc := redis.NewClient(target.opts)
-				defer rc.Close()
-				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				err = rc.Ping(pctx).Err()
-				cancel()
+				rc, err := dialRedis(ctx, target, redisAddr, errOut)
 				if err != nil {
-					return withCode(2, fmt.Errorf("--redis %s: %s", target.display, scrubSecrets(err.Error(), secrets...)))
+					return withCode(2, err)
 				}
+				defer rc.Close()
 				ropts := fingerprint.RedisOptions{Key: key}
 				if opts.Log != nil {
 					ropts.Log = opts.Log

@@ -8,11 +8,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -90,6 +93,52 @@ func parseRedisTarget(arg, password string, caPEM []byte) (*redisTarget, error) 
 		t.opts.TLSConfig.MinVersion = tls.VersionTLS12
 	}
 	return t, nil
+}
+
+// redisAddress returns the Redis address a command uses: flag (the value
+// of --redis), else AISHIELD_REDIS_URL; "" when neither is set.
+func redisAddress(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	return os.Getenv(envRedisURL)
+}
+
+// parseRedisFlags reads the Redis target of raw (the address redisAddress
+// returned), with the password of AISHIELD_REDIS_PASSWORD and the CA
+// bundle of the file caFile ("" for the system's roots). Its errors name
+// the flag, never a credential.
+func parseRedisFlags(raw, caFile string) (*redisTarget, error) {
+	var caPEM []byte
+	if caFile != "" {
+		var err error
+		if caPEM, err = os.ReadFile(caFile); err != nil {
+			return nil, fmt.Errorf("--redis-ca: %w", err)
+		}
+	}
+	t, err := parseRedisTarget(raw, os.Getenv(envRedisPassword), caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
+	return t, nil
+}
+
+// dialRedis connects to t (whose address was written raw) and checks
+// within 5 seconds that the server answers. go-redis logs through a
+// process-wide logger: the CLI owns its process, and points that logger
+// at errOut with t's credentials scrubbed. The caller closes the client.
+func dialRedis(ctx context.Context, t *redisTarget, raw string, errOut io.Writer) (*redis.Client, error) {
+	secrets := redisSecrets(t, raw)
+	redis.SetLogger(&scrubbingLogger{w: errOut, secrets: secrets})
+	rc := redis.NewClient(t.opts)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := rc.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("--redis %s: %s", t.display, scrubSecrets(err.Error(), secrets...))
+	}
+	return rc, nil
 }
 
 // userPassword returns the password of u's userinfo, "" when none.

@@ -29,6 +29,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		newRedactCmd(),
 		newRestoreCmd(),
 		newAuditCmd(),
+		newQuarantineCmd(),
 	)
 	return root
 }
