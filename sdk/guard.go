@@ -580,7 +580,8 @@ func (g *Guard) gate(ctx context.Context, x *Exchange, d *policies.Destination, 
 		return d, nil
 	}
 	x.Quarantined = d.Name
-	qerr := &quarantine.Error{Destination: d.Name, Since: st.State.Since, Action: st.Quarantine.Action, Unreachable: st.Unreachable}
+	qerr := &quarantine.Error{Destination: d.Name, Since: st.State.Since, Action: st.Quarantine.Action, Unreachable: st.Unreachable,
+		Local: g.monitor.Local()}
 	if st.Unreachable != nil {
 		qerr.Action = policies.QuarantineBlock
 		return nil, qerr

@@ -118,6 +118,13 @@ func New(opts Options) (*Monitor, error) {
 	return m, nil
 }
 
+// Local reports whether the monitor keeps its quarantines in this process
+// only (a MemoryStore).
+func (m *Monitor) Local() bool {
+	_, ok := m.store.(*MemoryStore)
+	return ok
+}
+
 // Store returns the monitor's store.
 func (m *Monitor) Store() Store { return m.store }
 
@@ -279,6 +286,9 @@ type Error struct {
 	// Unreachable, when set, is why the quarantine store could not be read
 	// (the destination was quarantined when it last was).
 	Unreachable error
+	// Local reports that the quarantine is kept in this process only (a
+	// MemoryStore): the CLI cannot clear it, a restart does.
+	Local bool
 }
 
 func (e *Error) Error() string {
@@ -294,6 +304,9 @@ func (e *Error) Error() string {
 	}
 	if e.Unreachable != nil {
 		msg += "; the quarantine store cannot be read, so the quarantine holds until it can (" + e.Unreachable.Error() + ")"
+	}
+	if e.Local {
+		return msg + "; it is kept in this process only: clear it through the guard (Guard.Quarantine().Clear) or restart the process"
 	}
 	return msg + "; clear it with: aishield quarantine clear " + e.Destination
 }
