@@ -19,6 +19,8 @@ func newOpenAIClient(g *sdk.Guard, opts ...option.RequestOption) openai.Client {
 		option.WithHTTPClient(&http.Client{Transport: &sdk.Transport{Guard: g}}))...) // Base nil: http.DefaultTransport
 }
 
+// README:end
+
 // askOpenAI sends one question. A refusal reaches openai-go as an HTTP error
 // (403 blocked, 502 contaminated…) marked not to be retried, so the prompt
 // is never sent again to a service that leaked; sdk.WithRefusal recovers
@@ -36,4 +38,3 @@ func askOpenAI(ctx context.Context, client openai.Client, question string) (stri
 	return resp.Choices[0].Message.Content, nil
 }
 
-// README:end
