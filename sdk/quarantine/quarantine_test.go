@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,8 +330,10 @@ func TestMonitorEventsAndWebhook(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	// Two changes, each posted once by the monitor that made it, after
-	// two refused attempts.
+	// Two changes, each posted once by the monitor that made it (two
+	// processes: their posts are not ordered between them), after two
+	// refused attempts.
+	slices.SortFunc(h.events, func(a, b quarantine.Event) int { return strings.Compare(b.Type, a.Type) })
 	if got := describe(h.events); got != "quarantine.tripped/signs quarantine.cleared/expired" {
 		t.Errorf("webhook received %s (%d calls)", got, h.calls)
 	}
