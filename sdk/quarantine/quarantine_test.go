@@ -403,3 +403,38 @@ func TestMonitorStoreUnreachable(t *testing.T) {
 		t.Errorf("after clear: %+v %v", st, err)
 	}
 }
+
+// One monitor's posts arrive in the order of its changes, even while the
+// first is being retried.
+func TestWebhookOrder(t *testing.T) {
+	ctx := context.Background()
+	h := &hook{fails: 3}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	m, err := quarantine.New(quarantine.Options{Policy: policy(t, "quarantine:\n  webhook: "+srv.URL+"\n"),
+		WebhookBackoff: 5 * time.Millisecond, Client: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := m.Observe(ctx, "shared", "x", []string{policies.SignTemplateFragment}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := m.Clear(ctx, "shared"); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var got []string
+	for _, e := range h.events {
+		got = append(got, e.Type)
+	}
+	want := strings.Repeat("quarantine.tripped quarantine.cleared ", 3)
+	if strings.Join(got, " ")+" " != want {
+		t.Errorf("posted %v", got)
+	}
+}
