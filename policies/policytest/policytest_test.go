@@ -129,3 +129,32 @@ func FuzzParseTestData(f *testing.F) {
 		}
 	})
 }
+
+// A case with quarantined: true is decided as the guard decides while the
+// destination is quarantined; expect.destination checks a failover.
+func TestQuarantinedCases(t *testing.T) {
+	t.Parallel()
+	rep, err := Run(context.Background(), []string{filepath.Join("testdata", "quarantine")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pass != 2 || rep.ExitCode() != 0 {
+		for _, r := range rep.Results {
+			t.Logf("%s: %s %v", r.Name, r.Status, r.Messages)
+		}
+		t.Fatalf("pass %d, exit %d", rep.Pass, rep.ExitCode())
+	}
+	// The same expectation against the trusted destination fails: the
+	// field is checked.
+	dir := t.TempDir()
+	src, _ := os.ReadFile(filepath.Join("testdata", "quarantine", "failover.yaml"))
+	os.WriteFile(filepath.Join(dir, "failover.yaml"), src, 0o600)
+	os.WriteFile(filepath.Join(dir, "x_test.yaml"), []byte("policy: failover.yaml\ncases:\n  - destination: gpu-cloud\n    input: hello\n    expect: {action: allow, destination: local}\n"), 0o600)
+	rep, err = Run(context.Background(), []string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fail != 1 || !strings.Contains(strings.Join(rep.Results[0].Messages, " "), "destination: got gpu-cloud, want local") {
+		t.Errorf("%+v", rep.Results)
+	}
+}
