@@ -100,6 +100,21 @@ func leak(t *testing.T, ctx context.Context, ts *pagedcache.TestServer, c *sdk.C
 	}
 }
 
+// guardedClient returns a guard built with opts and a go-openai client
+// through it to ts, sending with rt.
+func guardedClient(t *testing.T, ts *pagedcache.TestServer, rt http.RoundTripper, opts sdk.Options) (*sdk.Guard, *sdk.Client) {
+	t.Helper()
+	g, err := sdk.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	cfg := openai.DefaultConfig("sk-ours")
+	cfg.BaseURL = ts.URL + "/v1"
+	cfg.HTTPClient = &http.Client{Transport: rt}
+	return g, sdk.NewClient(g, cfg)
+}
+
 func chat(ctx context.Context, c *sdk.Client, text string) (string, error) {
 	resp, err := c.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m", MaxCompletionTokens: 32,
 		Messages: []openai.ChatCompletionMessage{{Role: "user", Content: text}}})
@@ -127,16 +142,8 @@ func TestQuarantineLimit(t *testing.T) {
 	var audit bytes.Buffer
 	var mu sync.Mutex
 	var events []quarantine.Event
-	g, err := sdk.New(ctx, sdk.Options{Policy: quarantinePolicy(t, ts.URL, "http://127.0.0.1:1", ""), Audit: &audit,
+	g, c := guardedClient(t, ts, rt, sdk.Options{Policy: quarantinePolicy(t, ts.URL, "http://127.0.0.1:1", ""), Audit: &audit,
 		OnQuarantine: func(ev quarantine.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	cfg := openai.DefaultConfig("sk-ours")
-	cfg.BaseURL = ts.URL + "/v1"
-	cfg.HTTPClient = &http.Client{Transport: rt}
-	c := sdk.NewClient(g, cfg)
 	host := strings.TrimPrefix(ts.URL, "http://")
 
 	if _, err := chat(ctx, c, "Reply to quentin.arnaud@sfr.fr about the thermostat."); err != nil {
@@ -145,7 +152,7 @@ func TestQuarantineLimit(t *testing.T) {
 	leak(t, ctx, ts, c)
 	sent := rt.count(host)
 
-	_, err = chat(ctx, c, "Reply to quentin.arnaud@sfr.fr about the thermostat.")
+	_, err := chat(ctx, c, "Reply to quentin.arnaud@sfr.fr about the thermostat.")
 	var qe *quarantine.Error
 	if !errors.As(err, &qe) || qe.Destination != "shared-llm" || qe.Level != "public" || qe.RequestLevel != "confidential" {
 		t.Fatalf("personal data during quarantine: %v, want *quarantine.Error", err)
@@ -239,15 +246,7 @@ func TestQuarantineFailover(t *testing.T) {
 	local := pagedcache.NewTestServer(t, pagedcache.WithSeed(2))
 	rt := &recordingRT{}
 	var audit bytes.Buffer
-	g, err := sdk.New(ctx, sdk.Options{Policy: quarantinePolicy(t, ts.URL, local.URL, "    quarantine:\n      action: failover\n      failover: local\n"), Audit: &audit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	cfg := openai.DefaultConfig("sk-ours")
-	cfg.BaseURL = ts.URL + "/v1"
-	cfg.HTTPClient = &http.Client{Transport: rt}
-	c := sdk.NewClient(g, cfg)
+	_, c := guardedClient(t, ts, rt, sdk.Options{Policy: quarantinePolicy(t, ts.URL, local.URL, "    quarantine:\n      action: failover\n      failover: local\n"), Audit: &audit})
 	leak(t, ctx, ts, c)
 	sharedHost, localHost := strings.TrimPrefix(ts.URL, "http://"), strings.TrimPrefix(local.URL, "http://")
 	sent := rt.count(sharedHost)
@@ -279,16 +278,9 @@ func TestQuarantineFailover(t *testing.T) {
 func TestQuarantineBlock(t *testing.T) {
 	ctx := context.Background()
 	ts := faultyServer(t)
-	g, err := sdk.New(ctx, sdk.Options{Policy: quarantinePolicy(t, ts.URL, "http://127.0.0.1:1", "    quarantine:\n      action: block\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	cfg := openai.DefaultConfig("sk-ours")
-	cfg.BaseURL = ts.URL + "/v1"
-	c := sdk.NewClient(g, cfg)
+	g, c := guardedClient(t, ts, http.DefaultTransport, sdk.Options{Policy: quarantinePolicy(t, ts.URL, "http://127.0.0.1:1", "    quarantine:\n      action: block\n")})
 	leak(t, ctx, ts, c)
-	_, err = chat(ctx, c, "What is the boiling point of water at sea level?")
+	_, err := chat(ctx, c, "What is the boiling point of water at sea level?")
 	var qe *quarantine.Error
 	if !errors.As(err, &qe) || qe.Action != policies.QuarantineBlock {
 		t.Fatalf("public question under a blocking quarantine: %v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -260,19 +261,9 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 			return withCode(2, fmt.Errorf("--level %q is not a level of policy %s (%s)", q.level, pol.Name, strings.Join(pol.Levels, ", ")))
 		}
 	}
-	key, err := auditKey()
-	if err != nil {
-		return withCode(2, err)
-	}
-	fh, err := inputfile.Open(cmd.Context(), file)
-	if err != nil {
-		return withCode(2, &inputError{Path: file, Err: err})
-	}
-	defer fh.Close()
 	var matches []*sdk.AuditRecord
 	total := 0
-	// A trail still being written is queried as it stands (Open).
-	_, err = sdk.VerifyAudit(fh, sdk.AuditVerifyOptions{Key: key, Continuation: q.cont, Open: true}, func(_ int, r *sdk.AuditRecord) error {
+	err = readTrail(cmd.Context(), file, q.cont, "results", func(r *sdk.AuditRecord) {
 		switch {
 		case q.destination != "" && r.Destination != q.destination:
 		case q.model != "" && !globMatch(q.model, r.Model):
@@ -284,17 +275,9 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 			matches = append(matches, r)
 			total += r.Tokens
 		}
-		return nil
 	})
-	var ce *sdk.ChainError
-	var ke *sdk.AuditKeyError
-	switch {
-	case errors.As(err, &ce):
-		return withCode(1, fmt.Errorf("%s: %w (results would not be trustworthy)", file, err))
-	case errors.As(err, &ke):
-		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
-	case err != nil:
-		return withCode(2, &inputError{Path: file, Err: err})
+	if err != nil {
+		return err
 	}
 	out := cmd.OutOrStdout()
 	if q.asJSON {
@@ -316,6 +299,37 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 		return nil
 	}
 	return writeAuditTable(out, matches, total)
+}
+
+// readTrail reads the trail at file as it stands (a trail still being
+// written too), checking its chain with AISHIELD_AUDIT_KEY, and calls fn
+// for every record. Its errors carry the exit code: 1 for a broken chain
+// (what would then not be trustworthy), 2 for any other.
+func readTrail(ctx context.Context, file string, continuation bool, what string, fn func(*sdk.AuditRecord)) error {
+	key, err := auditKey()
+	if err != nil {
+		return withCode(2, err)
+	}
+	fh, err := inputfile.Open(ctx, file)
+	if err != nil {
+		return withCode(2, &inputError{Path: file, Err: err})
+	}
+	defer fh.Close()
+	_, err = sdk.VerifyAudit(fh, sdk.AuditVerifyOptions{Key: key, Continuation: continuation, Open: true}, func(_ int, r *sdk.AuditRecord) error {
+		fn(r)
+		return nil
+	})
+	var ce *sdk.ChainError
+	var ke *sdk.AuditKeyError
+	switch {
+	case errors.As(err, &ce):
+		return withCode(1, fmt.Errorf("%s: %w (%s would not be trustworthy)", file, err, what))
+	case errors.As(err, &ke):
+		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
+	case err != nil:
+		return withCode(2, &inputError{Path: file, Err: err})
+	}
+	return nil
 }
 
 func globMatch(pattern, s string) bool {

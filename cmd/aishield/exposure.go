@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 	"github.com/aishield/aishield/sdk/quarantine"
@@ -506,31 +505,9 @@ func runAuditExposure(cmd *cobra.Command, fl *exposureFlags, file string) error 
 	if err != nil {
 		return withCode(2, err)
 	}
-	key, err := auditKey()
-	if err != nil {
-		return withCode(2, err)
-	}
-	fh, err := inputfile.Open(cmd.Context(), file)
-	if err != nil {
-		return withCode(2, &inputError{Path: file, Err: err})
-	}
-	defer fh.Close()
 	b := newExposureBuilder(fl.destination, since, until, time.Now(), pol)
-	// A trail still being written is read as it stands (Open), as by
-	// audit query.
-	_, err = sdk.VerifyAudit(fh, sdk.AuditVerifyOptions{Key: key, Continuation: fl.cont, Open: true}, func(_ int, r *sdk.AuditRecord) error {
-		b.add(r)
-		return nil
-	})
-	var ce *sdk.ChainError
-	var ke *sdk.AuditKeyError
-	switch {
-	case errors.As(err, &ce):
-		return withCode(1, fmt.Errorf("%s: %w (the report would not be trustworthy)", file, err))
-	case errors.As(err, &ke):
-		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
-	case err != nil:
-		return withCode(2, &inputError{Path: file, Err: err})
+	if err := readTrail(cmd.Context(), file, fl.cont, "the report", b.add); err != nil {
+		return err
 	}
 	rep := b.report()
 	out := cmd.OutOrStdout()
