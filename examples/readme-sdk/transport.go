@@ -37,4 +37,3 @@ func askOpenAI(ctx context.Context, client openai.Client, question string) (stri
 	}
 	return resp.Choices[0].Message.Content, nil
 }
-
