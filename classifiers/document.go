@@ -28,9 +28,9 @@ type Document struct {
 	// files it is the body text followed, when the file carries a
 	// sensitivity label, by a line "Sensitivity label: <name>". For a
 	// binary file it has the file's length: its printable runs of at
-	// least 8 characters where they are, every other byte a space (a
-	// newline stays a newline), so spans are offsets in the file. Empty
-	// for an archive.
+	// least 8 characters where they are, every other byte a newline, so
+	// spans are offsets in the file (and the findings' Line and Column
+	// their place in the file). Empty for an archive.
 	Text string
 	// Skipped is true when nothing was scanned (an unreadable, encrypted
 	// or over-limit file, an archive refused as a zip bomb or nested too
@@ -139,6 +139,7 @@ func (r *docReader) read(ctx context.Context, name string, data []byte, depth in
 		doc.Text = string(printableRuns(data, minStringLen))
 		fs, err := r.s.ScanString(ctx, doc.Text)
 		doc.Findings = secretsOnly(fs)
+		placeInFile(data, doc.Findings)
 		return doc, err
 	}
 	doc.Kind = "text"

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -387,6 +389,8 @@ func TestScanDocumentBinary(t *testing.T) {
 		clean = bytes.ReplaceAll(clean, []byte(v), bytes.Repeat([]byte{'x'}, len(v)))
 	}
 	appended := append(slices.Clone(clean), []byte("\x00\x01\x02"+testAWSKey+"\x00\xff")...)
+	// Strings of a program side by side are not an assignment.
+	adjacent := append(slices.Clone(clean), []byte("\x00%s@%s's password: \x00userauth_kbdint\x00 --passwd-nonce=\x00 --no-protection\x00")...)
 	cases := []struct {
 		name string
 		data []byte
@@ -395,6 +399,7 @@ func TestScanDocumentBinary(t *testing.T) {
 		{"go binary with keys and PII-looking strings", bin, []string{"secret.aws_access_key_id", "secret.aws_secret_access_key", "secret.github_token"}},
 		{"keys blanked out", clean, nil},
 		{"bytes appended", appended, []string{"secret.aws_secret_access_key"}},
+		{"adjacent strings", adjacent, nil},
 	}
 	s, _ := New(Options{})
 	for _, c := range cases {
@@ -414,8 +419,12 @@ func TestScanDocumentBinary(t *testing.T) {
 			}
 			for _, f := range doc.Findings {
 				// offsets are offsets in the file
-				if f.Category != CategorySecret || !bytes.Contains(c.data[f.Start:f.End], []byte(doc.Text[f.Start:f.End])) || string(c.data[f.Start:f.End]) != doc.Text[f.Start:f.End] {
+				if f.Category != CategorySecret || string(c.data[f.Start:f.End]) != doc.Text[f.Start:f.End] {
 					t.Errorf("finding %s at %d-%d does not map to the file", f.Detector, f.Start, f.End)
+				}
+				lineStart := bytes.LastIndexByte(c.data[:f.Start], '\n') + 1
+				if want := 1 + bytes.Count(c.data[:f.Start], []byte{'\n'}); f.Line != want || f.EndLine != want || f.Column != 1+utf8.RuneCount(c.data[lineStart:f.Start]) {
+					t.Errorf("finding %s at line %d column %d, want line %d column %d of the file", f.Detector, f.Line, f.Column, want, 1+utf8.RuneCount(c.data[lineStart:f.Start]))
 				}
 			}
 		})
@@ -425,12 +434,7 @@ func TestScanDocumentBinary(t *testing.T) {
 // stringsRef is printableRuns written the plain way: split into runs of
 // printable runes, keep those of minLen or more.
 func stringsRef(data []byte, minLen int) []byte {
-	out := bytes.Repeat([]byte{' '}, len(data))
-	for i, c := range data {
-		if c == '\n' {
-			out[i] = '\n'
-		}
-	}
+	out := bytes.Repeat([]byte{'\n'}, len(data))
 	type run struct{ lo, hi, n int }
 	var runs []run
 	cur := run{lo: -1}
@@ -551,3 +555,70 @@ func decodeRuneRef(b []byte) (rune, int) {
 func runtimeGOROOT() string { return runtime.GOROOT() }
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
+
+func benchDocument(b *testing.B, name string, data []byte) {
+	s, err := New(Options{HashKey: []byte("bench")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		doc, err := s.ScanDocument(context.Background(), name, data)
+		if err != nil || doc.Skipped {
+			b.Fatalf("err %v note %q", err, doc.Note)
+		}
+		n = len(doc.Findings)
+		for _, m := range doc.Members {
+			n += len(m.Findings)
+		}
+	}
+	b.ReportMetric(float64(n), "findings")
+}
+
+// BenchmarkScanDocumentPDF1MB reads a PDF of about 1 MB of compressed
+// page text (prose with an e-mail address every few lines).
+func BenchmarkScanDocumentPDF1MB(b *testing.B) {
+	var pages []pdfPage
+	corpus := cleanCorpus(1 << 20)
+	lines := strings.Split(string(corpus), "\n")
+	for i := 0; i < len(lines); i += 60 {
+		var c strings.Builder
+		c.WriteString("BT /F1 10 Tf 72 760 Td\n")
+		for k, l := range lines[i:min(i+60, len(lines))] {
+			l = strings.NewReplacer("\\", "", "(", "", ")", "").Replace(l)
+			if k%10 == 0 {
+				l += " contact nora.petit@acme-data.fr"
+			}
+			c.WriteString("(" + l + ") Tj 0 -12 Td\n")
+		}
+		c.WriteString("ET")
+		pages = append(pages, pdfPage{content: c.String(), compress: true})
+	}
+	benchDocument(b, "bench.pdf", buildPDF(b, pages, ""))
+}
+
+// BenchmarkScanDocumentZip1MB reads a zip of 64 text files of 16 KiB.
+func BenchmarkScanDocumentZip1MB(b *testing.B) {
+	corpus := denseCorpus(1 << 20)
+	members := map[string][]byte{}
+	for i := range 64 {
+		members[fmt.Sprintf("dir/%02d.txt", i)] = corpus[i<<14 : (i+1)<<14]
+	}
+	benchDocument(b, "bench.zip", buildZip(b, members, zip.Deflate))
+}
+
+// BenchmarkScanDocumentBinary1MB reads 1 MB of random bytes holding a few
+// strings and two keys.
+func BenchmarkScanDocumentBinary1MB(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 5))
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	data[0] = 0x7f
+	copy(data[1000:], "\x00"+testAWSKey+"\n\x00")
+	copy(data[500000:], "\x00token: "+testGitHub+"\n\x00")
+	benchDocument(b, "bench.bin", data)
+}
