@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -345,7 +344,7 @@ func buildGoBinary(t *testing.T, values ...string) []byte {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtimeGOROOT(), "bin", "go")
+		t.Skip("no go command to build a test binary")
 	}
 	dir := t.TempDir()
 	var src strings.Builder
@@ -552,7 +551,6 @@ func decodeRuneRef(b []byte) (rune, int) {
 	return r, n
 }
 
-func runtimeGOROOT() string { return runtime.GOROOT() }
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
 
