@@ -551,7 +551,6 @@ func decodeRuneRef(b []byte) (rune, int) {
 	return r, n
 }
 
-
 func strconvQuote(s string) string { return strconv.Quote(s) }
 
 func benchDocument(b *testing.B, name string, data []byte) {
