@@ -177,7 +177,7 @@ func sniff(data []byte) string {
 		return "gzip"
 	case len(data) >= 262 && string(data[257:262]) == "ustar":
 		return "tar"
-	case bytes.Contains(data[:min(len(data), 1024)], []byte("%PDF-")):
+	case bytes.HasPrefix(data, []byte("%PDF-")):
 		return "pdf"
 	case isBinary(data):
 		return "binary"

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -137,6 +138,21 @@ func TestExtractPDF(t *testing.T) {
 	if got := detectors(doc.Findings); !slices.Contains(got, "pii.email") || !slices.Contains(got, "pii.credit_card") {
 		t.Errorf("lab PDF findings %v, want pii.email and pii.credit_card", got)
 	}
+	// A text that mentions a PDF header is text.
+	if doc, _ := s.ScanDocument(context.Background(), "notes.md", []byte("The file starts with %PDF-1.7, see above.")); doc.Kind != "text" {
+		t.Errorf("kind %q", doc.Kind)
+	}
+	// One Scanner reads PDFs from several goroutines (go test -race).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			d, err := s.ScanDocument(context.Background(), "lab.pdf", good)
+			if err != nil || d.Text != doc.Text {
+				t.Errorf("concurrent read: %v, text %q", err, d.Text)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func detectors(fs []Finding) []string {
