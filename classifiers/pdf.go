@@ -67,6 +67,7 @@ func extractPDF(ctx context.Context, data []byte) (text string, err error) {
 		return "", &PDFError{Reason: fmt.Sprintf("PDF of %d pages (limit %d)", pc.PageCount, maxPDFPages)}
 	}
 	var sb strings.Builder
+	cache := map[int]*pdfFont{} // fonts by object number, shared by pages
 	for p := 1; p <= pc.PageCount; p++ {
 		if ctx.Err() != nil {
 			return "", pdfReadError(ctx, ctx.Err())
@@ -83,7 +84,7 @@ func extractPDF(ctx context.Context, data []byte) (text string, err error) {
 		if inh != nil {
 			res = inh.Resources
 		}
-		fonts := pdfFonts(pc, res)
+		fonts := pdfFonts(pc, res, cache)
 		t := pdfText(content, fonts)
 		sb.WriteString(t)
 		if t != "" && !strings.HasSuffix(t, "\n") {
@@ -117,8 +118,9 @@ type pdfFont struct {
 	codeLen int
 }
 
-// pdfFonts reads the fonts of a page's resources.
-func pdfFonts(pc *model.Context, res types.Dict) map[string]*pdfFont {
+// pdfFonts reads the fonts of a page's resources; cache holds the fonts
+// already read, by object number.
+func pdfFonts(pc *model.Context, res types.Dict, cache map[int]*pdfFont) map[string]*pdfFont {
 	out := map[string]*pdfFont{}
 	if res == nil {
 		return out
@@ -128,6 +130,13 @@ func pdfFonts(pc *model.Context, res types.Dict) map[string]*pdfFont {
 		return out
 	}
 	for name, o := range fd {
+		ref, isRef := o.(types.IndirectRef)
+		if isRef {
+			if font, ok := cache[ref.ObjectNumber.Value()]; ok {
+				out[name] = font
+				continue
+			}
+		}
 		f, err := pc.DereferenceDict(o)
 		if err != nil || f == nil {
 			continue
@@ -144,6 +153,9 @@ func pdfFonts(pc *model.Context, res types.Dict) map[string]*pdfFont {
 			}
 		}
 		out[name] = font
+		if isRef {
+			cache[ref.ObjectNumber.Value()] = font
+		}
 	}
 	return out
 }
