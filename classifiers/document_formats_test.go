@@ -90,6 +90,8 @@ func TestExtractPDF(t *testing.T) {
 		{"tounicode", buildPDF(t, []pdfPage{{content: "BT /F2 10 Tf " + cidHex("contact jean") + " Tj " + cidHex("@") + " Tj ET"}}, toUnicodeCMap),
 			[]string{"contact jean@"}, nil, ""},
 		{"escapes and octal", buildPDF(t, []pdfPage{{content: `BT /F1 9 Tf (caf\351 \(x\) a\\b) Tj ET`}}, ""), []string{`café (x) a\b`}, nil, ""},
+		{"deeply nested arrays", buildPDF(t, []pdfPage{{content: "BT /F1 9 Tf " + strings.Repeat("[", 200000) + "(x)" + strings.Repeat("]", 200000) + " TJ (deep) Tj ET"}}, ""),
+			[]string{"deep"}, nil, ""},
 		{"inline image skipped", buildPDF(t, []pdfPage{{content: "BI /W 2 /H 1 /BPC 8 /CS /G ID \x00(Tj)\xff EI BT /F1 9 Tf (after) Tj ET"}}, ""),
 			[]string{"after"}, []string{"Tj"}, ""},
 		{"owner password only", encrypted("", "owner-secret"), []string{"jeanne.moreau@acme-clinic.fr"}, nil, ""},

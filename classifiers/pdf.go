@@ -421,6 +421,9 @@ func (lx *pdfLexer) token(depth int) (pdfToken, bool) {
 		return pdfToken{kind: tokDict, s: ">>"}, true
 	case c == '<':
 		return pdfToken{kind: tokHex, s: lx.hex()}, true
+	case c == '[' && depth >= maxPDFArrayDepth:
+		lx.skipArray()
+		return pdfToken{kind: tokArray}, true
 	case c == '[':
 		lx.i++
 		var arr []pdfToken
@@ -437,7 +440,7 @@ func (lx *pdfLexer) token(depth int) (pdfToken, bool) {
 			if !ok {
 				break
 			}
-			if t.kind == tokArray || depth > 32 || len(arr) >= 1<<16 {
+			if t.kind == tokArray || len(arr) >= 1<<16 {
 				continue
 			}
 			arr = append(arr, t)
@@ -463,6 +466,35 @@ func (lx *pdfLexer) token(depth int) (pdfToken, bool) {
 		return pdfToken{kind: tokNumber, s: s}, true
 	}
 	return pdfToken{kind: tokOp, s: s}, true
+}
+
+// maxPDFArrayDepth bounds the arrays the lexer descends into; deeper
+// ones are skipped without recursion.
+const maxPDFArrayDepth = 8
+
+// skipArray skips a [...] array, nested arrays and strings included,
+// iteratively.
+func (lx *pdfLexer) skipArray() {
+	depth := 0
+	for lx.i < len(lx.b) {
+		switch lx.b[lx.i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+			if depth == 0 {
+				lx.i++
+				return
+			}
+		case '(':
+			lx.literal()
+			continue
+		case '%':
+			lx.skipSpace()
+			continue
+		}
+		lx.i++
+	}
 }
 
 // literal reads a (string) with its escapes and balanced parentheses.
