@@ -115,12 +115,20 @@
 //
 // # Documents
 //
-// [Scanner.ScanDocument] scans a file, not only a string: plain text, or
-// the text of an Office Open XML document (DOCX, XLSX, PPTX), within size
-// limits against zip bombs. An Office document's Microsoft Information
-// Protection sensitivity label, read from its metadata, is reported as a
-// "marker.sensitivity_label" finding. Binary and unreadable files come back
-// skipped with a note, never as an error.
+// [Scanner.ScanDocument] scans a file, not only a string: plain text; the
+// text of an Office Open XML document (DOCX, XLSX, PPTX), an OpenDocument
+// file (ODT, ODS, ODP) or a PDF (its structure read with
+// github.com/pdfcpu/pdfcpu, its content streams' text operators by this
+// package); the members of a zip, tar or gzip archive, each a
+// [Document] of its own named "archive!member", nested archives included;
+// and the printable strings of a binary file, scanned for secrets only.
+// Reading is bounded: archive depth, total uncompressed size, compression
+// ratio (zip bombs), PDF pages, bytes and time. An Office document's
+// Microsoft Information Protection sensitivity label, read from its
+// metadata, is reported as a "marker.sensitivity_label" finding. Files
+// that cannot be read (encrypted, corrupt, over a limit) come back
+// skipped with a note naming the reason, never the content, and never as
+// an error. [ExtractText] reads the same formats without scanning.
 //
 // # Concurrency
 //

@@ -16,20 +16,33 @@ import (
 
 // Document is the result of ScanDocument.
 type Document struct {
-	// Name is the name ScanDocument was given.
+	// Name is the name ScanDocument was given; for a member of an archive
+	// it is the archive's name, "!" and the member's path
+	// ("bundle.zip!docs/a.txt", "outer.zip!inner.tar.gz!b.txt").
 	Name string
-	// Kind is "text", "docx", "xlsx", "pptx" or "binary".
+	// Kind is "text", "docx", "xlsx", "pptx", "odt", "ods", "odp", "pdf",
+	// "binary" (its printable strings scanned for secrets), or for an
+	// archive "zip", "tar" or "gzip".
 	Kind string
 	// Text is the extracted text the findings' spans refer to. For Office
 	// files it is the body text followed, when the file carries a
-	// sensitivity label, by a line "Sensitivity label: <name>".
+	// sensitivity label, by a line "Sensitivity label: <name>". For a
+	// binary file it has the file's length: its printable runs of at
+	// least 8 characters where they are, every other byte a newline, so
+	// spans are offsets in the file (and the findings' Line and Column
+	// their place in the file). Empty for an archive.
 	Text string
-	// Skipped is true when nothing was scanned (binary or unreadable file);
-	// Note says why.
+	// Skipped is true when nothing was scanned (an unreadable, encrypted
+	// or over-limit file, an archive refused as a zip bomb or nested too
+	// deep); Note says why, never quoting the content.
 	Skipped bool
 	Note    string
 	// Findings in Text, sorted by Start.
 	Findings []Finding
+	// Members are the documents an archive holds, in archive order,
+	// nested archives flattened into their members; each is scanned as a
+	// document of its own.
+	Members []*Document
 }
 
 // Limits against zip bombs and huge documents.
@@ -38,60 +51,189 @@ const (
 	maxXMLPartSize  = 64 << 20  // uncompressed bytes read from one part
 	maxExtracted    = 128 << 20 // total uncompressed bytes read from a document
 	binarySniffSize = 8 << 10
+	// maxArchiveDepth is how deep archives may nest: a member of a
+	// member of a member of the file named.
+	maxArchiveDepth = 3
+	// maxArchiveRatio bounds uncompressed/compressed size of an archive
+	// member (or a gzip stream) larger than minRatioCheck.
+	maxArchiveRatio = 100
+	minRatioCheck   = 1 << 20
+	// maxArchiveMembers bounds the members of one archive, nested ones
+	// included.
+	maxArchiveMembers = 10000
+	// minStringLen is the shortest printable run of a binary file
+	// scanned, as strings(1) with -n 8.
+	minStringLen = 8
 )
 
-// ScanDocument extracts text from plain text or an Office Open XML file
-// (DOCX, XLSX, PPTX, with the Microsoft sensitivity label from
-// docProps/custom.xml) and scans it. Binary and unreadable files come back
-// Skipped with a Note, never as an error; errors are scan errors (a custom
-// pattern timeout, a cancelled context).
+// ScanDocument reads a file and scans its text: plain text; an Office
+// Open XML file (DOCX, XLSX, PPTX, with the Microsoft sensitivity label
+// from docProps/custom.xml); an OpenDocument file (ODT, ODS, ODP); a PDF;
+// an archive (zip, tar, gzip, tar.gz), whose members are read as
+// documents in turn (Members); a binary file, whose printable strings are
+// scanned for secrets only (binaries are full of random printable runs
+// that PII detectors would take for names and phone numbers). Reading is
+// bounded (archive depth, total and per-member uncompressed size,
+// compression ratio, PDF pages and time). A file that cannot be read
+// (encrypted, corrupt, over a limit) comes back Skipped with a Note, never
+// as an error; errors are scan errors (a custom pattern timeout, a
+// cancelled context).
 func (s *Scanner) ScanDocument(ctx context.Context, name string, data []byte) (*Document, error) {
+	r := &docReader{s: s}
+	return r.read(ctx, name, data, 0)
+}
+
+// docReader reads a document and the members of an archive within the
+// limits shared by the whole file; s nil only extracts text
+// (ExtractText).
+type docReader struct {
+	s       *Scanner
+	total   int64 // uncompressed bytes of archive members read
+	members int
+}
+
+// read reads one document at archive depth depth.
+func (r *docReader) read(ctx context.Context, name string, data []byte, depth int) (*Document, error) {
 	doc := &Document{Name: name}
-	if bytes.HasPrefix(data, []byte("PK\x03\x04")) {
-		text, kind, label, err := extractOffice(data)
-		if err != nil {
-			doc.Kind = "binary"
-			doc.Skipped = true
-			doc.Note = err.Error()
-			return doc, nil
-		}
-		doc.Kind = kind
-		// The body is scanned alone: the label line appended below is
-		// metadata, reported once as marker.sensitivity_label.
-		fs, err := s.ScanString(ctx, text)
-		var labelLo, labelHi int
-		if label != "" {
-			if text != "" && !strings.HasSuffix(text, "\n") {
-				text += "\n"
-			}
-			text += "Sensitivity label: "
-			labelLo = len(text)
-			text += label
-			labelHi = len(text)
-			text += "\n"
-		}
-		doc.Text = text
-		if label != "" {
-			line := strings.Count(text[:labelLo], "\n") + 1
-			col := utf8.RuneCountInString(text[strings.LastIndexByte(text[:labelLo], '\n')+1:labelLo]) + 1
-			fs = append(fs, Finding{Detector: sensitivityLabelID, Category: CategoryMarker, Start: labelLo, End: labelHi,
-				Line: line, EndLine: line, Column: col, Confidence: 1, Preview: label, Hash: s.hash(strings.ToUpper(label))})
-			fs = sortFindings(fs)
-		}
-		doc.Findings = fs
-		return doc, err
-	}
-	if isBinary(data) {
-		doc.Kind = "binary"
-		doc.Skipped = true
-		doc.Note = "binary file"
+	skip := func(kind, note string) (*Document, error) {
+		doc.Kind, doc.Skipped, doc.Note = kind, true, note
 		return doc, nil
+	}
+	switch format := sniff(data); format {
+	case "zip", "tar", "gzip":
+		if format == "zip" {
+			if kind, ok := officeKind(data); ok {
+				return r.office(ctx, doc, data, kind)
+			}
+		}
+		doc.Kind = format
+		if depth >= maxArchiveDepth {
+			return skip(format, fmt.Sprintf("archive nested more than %d levels deep, not read", maxArchiveDepth))
+		}
+		members, err := r.archive(ctx, name, format, data, depth)
+		if err != nil {
+			var ae *archiveError
+			if errors.As(err, &ae) {
+				return skip(format, ae.Error())
+			}
+			return doc, err
+		}
+		doc.Members = members
+		return doc, nil
+	case "pdf":
+		text, err := extractPDF(ctx, data)
+		if err != nil {
+			var pe *PDFError
+			if errors.As(err, &pe) {
+				return skip("pdf", pe.Reason)
+			}
+			return doc, err
+		}
+		doc.Kind, doc.Text = "pdf", text
+		return r.scanText(ctx, doc)
+	case "binary":
+		doc.Kind = "binary"
+		if r.s == nil {
+			return skip("binary", "binary file")
+		}
+		doc.Text = string(printableRuns(data, minStringLen))
+		fs, err := r.s.ScanString(ctx, doc.Text)
+		doc.Findings = secretsOnly(fs)
+		placeInFile(data, doc.Findings)
+		return doc, err
 	}
 	doc.Kind = "text"
 	doc.Text = string(data)
-	fs, err := s.Scan(ctx, data)
+	return r.scanText(ctx, doc)
+}
+
+func (r *docReader) scanText(ctx context.Context, doc *Document) (*Document, error) {
+	if r.s == nil {
+		return doc, nil
+	}
+	fs, err := r.s.ScanString(ctx, doc.Text)
 	doc.Findings = fs
 	return doc, err
+}
+
+// secretsOnly keeps the findings of secret detectors, in place.
+func secretsOnly(fs []Finding) []Finding {
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Category == CategorySecret {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sniff names the format of data from its first bytes: "zip", "gzip",
+// "tar", "pdf", "binary" or "text".
+func sniff(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte("PK\x03\x04")):
+		return "zip"
+	case bytes.HasPrefix(data, []byte{0x1f, 0x8b}):
+		return "gzip"
+	case len(data) >= 262 && string(data[257:262]) == "ustar":
+		return "tar"
+	case bytes.HasPrefix(data, []byte("%PDF-")):
+		return "pdf"
+	case isBinary(data):
+		return "binary"
+	}
+	return "text"
+}
+
+// office reads an Office Open XML or OpenDocument file.
+func (r *docReader) office(ctx context.Context, doc *Document, data []byte, kind string) (*Document, error) {
+	var text, label string
+	var err error
+	if strings.HasPrefix(kind, "od") {
+		text, err = extractODF(data)
+	} else {
+		text, kind, label, err = extractOffice(data)
+	}
+	if err != nil {
+		doc.Kind, doc.Skipped, doc.Note = kind, true, err.Error()
+		return doc, nil
+	}
+	doc.Kind = kind
+	if r.s == nil {
+		doc.Text = withLabel(text, label)
+		return doc, nil
+	}
+	// The body is scanned alone: the label line appended below is
+	// metadata, reported once as marker.sensitivity_label.
+	fs, err := r.s.ScanString(ctx, text)
+	var labelLo, labelHi int
+	if label != "" {
+		text = withLabel(text, label)
+		labelHi = len(text) - 1
+		labelLo = labelHi - len(label)
+	}
+	doc.Text = text
+	if label != "" {
+		line := strings.Count(text[:labelLo], "\n") + 1
+		col := utf8.RuneCountInString(text[strings.LastIndexByte(text[:labelLo], '\n')+1:labelLo]) + 1
+		fs = append(fs, Finding{Detector: sensitivityLabelID, Category: CategoryMarker, Start: labelLo, End: labelHi,
+			Line: line, EndLine: line, Column: col, Confidence: 1, Preview: label, Hash: r.s.hash(strings.ToUpper(label))})
+		fs = sortFindings(fs)
+	}
+	doc.Findings = fs
+	return doc, err
+}
+
+// withLabel appends the line "Sensitivity label: <label>" to an Office
+// body when label is not empty.
+func withLabel(body, label string) string {
+	if label == "" {
+		return body
+	}
+	if body != "" && !strings.HasSuffix(body, "\n") {
+		body += "\n"
+	}
+	return body + "Sensitivity label: " + label + "\n"
 }
 
 // isBinary sniffs the start of data: NUL bytes, or many control bytes or

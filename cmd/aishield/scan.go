@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/inputfile"
@@ -40,6 +41,10 @@ type scanFinding struct {
 	// Encoding names the encoding the value was found under (base64,
 	// hex, percent); absent when it was written as it is.
 	Encoding string `json:"encoding,omitempty"`
+	// Fingerprint identifies the finding across runs (path, detector,
+	// keyed hash of the value); written only when AISHIELD_HASH_KEY is
+	// set, since it is stable only then. --baseline-path reads it.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // fileResult is the scan of one file; later commands (policy decisions,
@@ -63,13 +68,33 @@ type fileResult struct {
 type scanReport struct {
 	Files []fileResult
 	// NotScanned lists what a walk found and did not read (FIFOs,
-	// sockets, devices, links not followed); not errors.
+	// sockets, devices, links not followed; not errors), and the files
+	// read that could not be scanned (Unreadable).
 	NotScanned []notScanned
+	// Ignored counts the paths the ignore rules kept from being read.
+	Ignored int
+	// Inline and Baselined count the findings suppressed by an
+	// aishield:allow line and by the baseline.
+	Inline, Baselined int
+	// Keyed says finding hashes are keyed by AISHIELD_HASH_KEY, so
+	// fingerprints are stable and written.
+	Keyed bool
 	// Errors counts inputs named on the command line, or directories, that
 	// could not be read: the report is incomplete, exit 2.
 	Errors int
 	// Interrupted is set when the scan stopped on SIGINT or SIGTERM.
 	Interrupted bool
+}
+
+// unreadable counts the files that could not be scanned.
+func (r *scanReport) unreadable() int {
+	n := 0
+	for _, x := range r.NotScanned {
+		if x.Unreadable {
+			n++
+		}
+	}
+	return n
 }
 
 func (r *scanReport) findings() int {
@@ -82,7 +107,8 @@ func (r *scanReport) findings() int {
 
 func newScanCmd() *cobra.Command {
 	var format string
-	var follow bool
+	var sopts scanOptions
+	var allowUnscanned bool
 	var sp *scanPolicy
 	cmd := &cobra.Command{
 		Use:   "scan [PATH|-]...",
@@ -96,6 +122,21 @@ directory walked, a named pipe or a process substitution (<(cmd), /dev/fd/N) rea
 Links found while walking are not followed unless --follow (loops are detected); FIFOs,
 sockets and devices found while walking are never opened: they are listed as "not scanned"
 with the reason and counted in the summary, without changing the exit status.
+
+Documents are read as text: Office (DOCX, XLSX, PPTX), OpenDocument (ODT, ODS, ODP) and PDF.
+Archives (zip, tar, tar.gz, gz) are opened and their members scanned as files named
+ARCHIVE!MEMBER, nested up to 3 levels, within size and compression-ratio limits (zip bombs
+are refused). Binary files have their printable strings (8 characters or more) scanned for
+secrets only. A file that cannot be read (encrypted, corrupt, over a limit) is listed as
+"not scanned" with the reason; under --fail-on or --destination it fails the run (exit 1)
+unless --allow-unscanned.
+
+A finding on a line holding "aishield:allow" (in any comment syntax) is suppressed and
+counted. Paths matched by .aishieldignore (gitignore syntax) at the root of a directory
+scanned, or by --ignore-file, are not read and are counted. --baseline-path FILE suppresses
+the findings whose fingerprint (path, detector, keyed hash of the value) is in FILE, a
+previous "scan --format json" report or a list of fingerprints; it needs AISHIELD_HASH_KEY,
+the key the baseline was written with.
 
 Exit status: 0 when nothing is found, 1 when something is, 2 on usage or input errors: an
 input named on the command line that could not be read (missing, a device, a socket), an
@@ -123,13 +164,22 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 			if err != nil {
 				return withCode(2, err)
 			}
-			rep := runScan(cmd.Context(), sc, args, follow, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
+			if sopts.baselinePath != "" {
+				if !sp.keyed {
+					return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
+				}
+				if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
+					return withCode(2, err)
+				}
+			}
+			sopts.keyed = sp.keyed
+			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
 				err = writeScanJSON(out, rep)
 			case "sarif":
-				err = sp.writeSARIF(out, rep)
+				err = sp.writeSARIF(out, rep, allowUnscanned)
 			default:
 				if err = writeScanText(out, rep); err == nil {
 					err = sp.writeDecisions(out, rep)
@@ -147,22 +197,40 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 			if code := sp.exitCode(rep); code != 0 {
 				return withCode(code, nil)
 			}
+			if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
+				return withCode(1, fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or sarif")
-	cmd.Flags().BoolVar(&follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
+	cmd.Flags().BoolVar(&sopts.follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
+	cmd.Flags().BoolVar(&allowUnscanned, "allow-unscanned", false, "do not fail --fail-on or --destination runs because a file could not be scanned (it is still listed)")
+	cmd.Flags().StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to read, gitignore syntax, applied with the "+ignoreFileName+" of each directory scanned")
+	cmd.Flags().StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
 	return cmd
 }
 
+// scanOptions are the options of runScan.
+type scanOptions struct {
+	inputOptions
+	// baselinePath is --baseline-path; baseline its fingerprints.
+	baselinePath string
+	baseline     baseline
+	// keyed says finding hashes are keyed by AISHIELD_HASH_KEY.
+	keyed bool
+}
+
 // runScan collects the inputs of args (scanInputs), scans them in order
-// and reports unreadable inputs on errOut. onFile, when not nil, sees each
-// result while its text is still held. When ctx is done the scan stops
-// and rep.Interrupted is set.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, follow bool, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
-	inputs, skipped, errs := scanInputs(args, follow, errOut)
-	rep := &scanReport{NotScanned: skipped, Errors: errs}
+// and reports unreadable inputs on errOut. An archive gives a result per
+// member. Findings on an aishield:allow line, and those whose
+// fingerprint is in the baseline, are dropped and counted. onFile, when
+// not nil, sees each result while its text is still held. When ctx is
+// done the scan stops and rep.Interrupted is set.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
+	inputs, skipped, ignored, errs := scanInputs(args, opts.inputOptions, errOut)
+	rep := &scanReport{NotScanned: skipped, Ignored: ignored, Errors: errs, Keyed: opts.keyed}
 	progress := len(inputs) > progressThreshold && isTerminal(errOut)
 	for i, in := range inputs {
 		if ctx.Err() != nil {
@@ -171,14 +239,43 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, follow
 		if progress && i%50 == 0 {
 			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
 		}
-		res, err := scanOne(ctx, sc, in, stdin)
+		results, err := scanOne(ctx, sc, in, stdin)
 		var nr *errNotRegular
 		if errors.As(err, &nr) && in.walked {
 			rep.NotScanned = append(rep.NotScanned, notScanned{Path: in.path, Reason: nr.kind})
 			continue
 		}
-		if err == nil && onFile != nil {
-			err = onFile(ctx, res)
+		for _, res := range results {
+			if err != nil || ctx.Err() != nil {
+				break
+			}
+			if res.Skipped {
+				rep.NotScanned = append(rep.NotScanned, notScanned{Path: res.Path, Reason: res.Note, Unreadable: true})
+				continue
+			}
+			var n int
+			if !res.streamed {
+				res.Findings, n = suppressInline(res.text, res.Findings)
+				rep.Inline += n
+			}
+			if opts.baseline != nil {
+				kept := res.Findings[:0]
+				for _, x := range res.Findings {
+					if opts.baseline[findingFingerprint(res.Path, x)] {
+						rep.Baselined++
+						continue
+					}
+					kept = append(kept, x)
+				}
+				res.Findings = kept
+			}
+			if onFile != nil {
+				err = onFile(ctx, res)
+			}
+			res.text = ""
+			if err == nil {
+				rep.Files = append(rep.Files, *res)
+			}
 		}
 		if ctx.Err() != nil {
 			break
@@ -188,8 +285,6 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, follow
 			rep.Errors++
 			continue
 		}
-		res.text = ""
-		rep.Files = append(rep.Files, *res)
 	}
 	if progress {
 		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
@@ -206,7 +301,7 @@ func isTerminal(w io.Writer) bool {
 // scanOne scans one input: a file, or a stream ("-" is standard input)
 // read as it comes, whole up to maxWholeFile and streamed beyond. Reads
 // waiting on a pipe or a terminal end when ctx is done.
-func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) (*fileResult, error) {
+func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) ([]*fileResult, error) {
 	name := in.path
 	var r io.Reader
 	switch {
@@ -228,7 +323,7 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		}
 		defer f.Close()
 		if st.Size() > maxWholeFile {
-			return scanLarge(ctx, sc, name, f)
+			return one(scanLarge(ctx, sc, name, f))
 		}
 		r = f
 	}
@@ -237,13 +332,29 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		return nil, err
 	}
 	if len(data) > maxWholeFile { // a stream can be of any size
-		return scanLarge(ctx, sc, name, io.MultiReader(bytes.NewReader(data), r))
+		return one(scanLarge(ctx, sc, name, io.MultiReader(bytes.NewReader(data), r)))
 	}
-	doc, err := sc.ScanDocument(ctx, filepath.Base(name), data)
+	base := filepath.Base(name)
+	doc, err := sc.ScanDocument(ctx, base, data)
 	if err != nil {
 		return nil, err
 	}
-	return &fileResult{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings, text: doc.Text}, nil
+	if doc.Members == nil {
+		return []*fileResult{{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings, text: doc.Text}}, nil
+	}
+	// An archive: a result per member, named PATH!MEMBER.
+	out := make([]*fileResult, 0, len(doc.Members))
+	for _, m := range doc.Members {
+		out = append(out, &fileResult{Path: name + strings.TrimPrefix(m.Name, base), Kind: m.Kind, Skipped: m.Skipped, Note: m.Note, Findings: m.Findings, text: m.Text})
+	}
+	return out, nil
+}
+
+func one(res *fileResult, err error) ([]*fileResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []*fileResult{res}, nil
 }
 
 // scanLarge streams a big input as text unless its start looks binary.
@@ -259,7 +370,7 @@ func scanLarge(ctx context.Context, sc *classifiers.Scanner, name string, r io.R
 		return nil, err
 	}
 	if doc.Skipped || doc.Kind != "text" {
-		return &fileResult{Path: name, Kind: "binary", Skipped: true, Note: "large binary or archive file"}, nil
+		return &fileResult{Path: name, Kind: doc.Kind, Skipped: true, Note: fmt.Sprintf("%s file larger than %d MiB: only text is read at this size", doc.Kind, maxWholeFile>>20)}, nil
 	}
 	fs, err := sc.ScanReader(ctx, io.MultiReader(bytes.NewReader(head), r))
 	if err != nil {
@@ -269,12 +380,7 @@ func scanLarge(ctx context.Context, sc *classifiers.Scanner, name string, r io.R
 }
 
 func writeScanText(w io.Writer, rep *scanReport) error {
-	skipped := 0
 	for _, f := range rep.Files {
-		if f.Skipped {
-			skipped++
-			continue
-		}
 		for _, x := range f.Findings {
 			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s %s (confidence %.2f)\n", f.Path, x.Line, x.Column, x.Detector, x.Preview, x.Confidence); err != nil {
 				return err
@@ -297,11 +403,17 @@ func writeScanText(w io.Writer, rep *scanReport) error {
 	if n == 0 {
 		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
 	}
-	if skipped > 0 {
-		summary += fmt.Sprintf(" (%d skipped: binary)", skipped)
+	if u := rep.unreadable(); u > 0 {
+		summary += fmt.Sprintf(" (%d not scanned: unreadable, listed above)", u)
 	}
-	if len(rep.NotScanned) > 0 {
-		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", len(rep.NotScanned))
+	if o := len(rep.NotScanned) - rep.unreadable(); o > 0 {
+		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", o)
+	}
+	if rep.Inline+rep.Baselined > 0 {
+		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
+	}
+	if rep.Ignored > 0 {
+		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
 	}
 	switch {
 	case rep.Interrupted:
@@ -324,18 +436,33 @@ type jsonFile struct {
 	Decision *policies.Decision `json:"decision,omitempty"`
 }
 
+// jsonSuppressed counts what the JSON report leaves out on purpose.
+type jsonSuppressed struct {
+	Inline   int `json:"inline"`
+	Baseline int `json:"baseline"`
+}
+
 func writeScanJSON(w io.Writer, rep *scanReport) error {
 	out := struct {
-		Files      []jsonFile   `json:"files"`
-		NotScanned []notScanned `json:"not_scanned,omitempty"`
-		Errors     int          `json:"errors,omitempty"`
-		Incomplete bool         `json:"incomplete,omitempty"`
-	}{Files: []jsonFile{}, NotScanned: rep.NotScanned, Errors: rep.Errors, Incomplete: rep.Errors > 0 || rep.Interrupted}
+		Files      []jsonFile      `json:"files"`
+		NotScanned []notScanned    `json:"not_scanned,omitempty"`
+		Suppressed *jsonSuppressed `json:"suppressed,omitempty"`
+		Ignored    int             `json:"ignored,omitempty"`
+		Errors     int             `json:"errors,omitempty"`
+		Incomplete bool            `json:"incomplete,omitempty"`
+	}{Files: []jsonFile{}, NotScanned: rep.NotScanned, Ignored: rep.Ignored, Errors: rep.Errors, Incomplete: rep.Errors > 0 || rep.Interrupted}
+	if rep.Inline+rep.Baselined > 0 {
+		out.Suppressed = &jsonSuppressed{Inline: rep.Inline, Baseline: rep.Baselined}
+	}
 	for _, f := range rep.Files {
 		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}, Decision: f.Decision}
 		for _, x := range f.Findings {
-			jf.Findings = append(jf.Findings, scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
-				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding})
+			sf := scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
+				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding}
+			if rep.Keyed {
+				sf.Fingerprint = findingFingerprint(f.Path, x)
+			}
+			jf.Findings = append(jf.Findings, sf)
 		}
 		out.Files = append(out.Files, jf)
 	}

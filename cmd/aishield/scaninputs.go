@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -21,10 +23,65 @@ type scanInput struct {
 	walked bool
 }
 
-// notScanned is a file a walk found and did not read, with the reason.
+// notScanned is a file a walk found and did not read, or a file that
+// was read and could not be scanned (Unreadable: encrypted, corrupt,
+// over a limit), with the reason.
 type notScanned struct {
 	Path   string `json:"path"`
 	Reason string `json:"reason"`
+	// Unreadable marks a file whose content could not be scanned: under
+	// --fail-on or --destination it fails the run unless
+	// --allow-unscanned.
+	Unreadable bool `json:"unreadable,omitempty"`
+}
+
+// inputOptions configures scanInputs.
+type inputOptions struct {
+	// follow follows symbolic links found while walking.
+	follow bool
+	// ignoreFile names a file of ignore patterns (--ignore-file), applied
+	// with the .aishieldignore of each root; empty for none.
+	ignoreFile string
+}
+
+// maxIgnoreFile bounds an ignore file.
+const maxIgnoreFile = 1 << 20
+
+// readIgnore reads an ignore file; a missing optional one is no error.
+func readIgnore(path string, optional bool) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		if optional && errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("ignore file %s: not a regular file", path)
+	}
+	if st.Size() > maxIgnoreFile {
+		return "", fmt.Errorf("ignore file %s: over %d KiB", path, maxIgnoreFile>>10)
+	}
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
+
+// matcherFor compiles the ignore rules of root: its .aishieldignore,
+// then the --ignore-file patterns.
+func (w *walker) matcherFor(root string) (*ignoreMatcher, error) {
+	own := filepath.Join(root, ignoreFileName)
+	text, err := readIgnore(own, true)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parseIgnore(own, text)
+	if err != nil {
+		return nil, err
+	}
+	if w.extra != nil {
+		m.rules = append(m.rules, w.extra.rules...)
+	}
+	return m, nil
 }
 
 // scanInputs turns the command line into the inputs of a scan, in order.
@@ -35,8 +92,27 @@ type notScanned struct {
 // symlinks are followed only with follow (a link to a directory that is
 // one of its own ancestors is a loop, not followed), and FIFOs, sockets and
 // devices are never opened: they are listed in skipped with the reason.
-func scanInputs(args []string, follow bool, errOut io.Writer) (inputs []scanInput, skipped []notScanned, errs int) {
-	w := &walker{follow: follow, errOut: errOut}
+//
+// Paths matched by the ignore rules (ignorefile.go) are not read and are
+// counted in ignored: under a directory named, its .aishieldignore and
+// --ignore-file apply to paths relative to it; to a file named, the
+// working directory's .aishieldignore and --ignore-file apply to its path
+// as given (when relative and inside the working directory). An ignore
+// file that cannot be read or parsed is an input error.
+func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []scanInput, skipped []notScanned, ignored, errs int) {
+	w := &walker{follow: opts.follow, errOut: errOut}
+	if opts.ignoreFile != "" {
+		text, err := readIgnore(opts.ignoreFile, false)
+		if err == nil {
+			w.extra, err = parseIgnore(opts.ignoreFile, text)
+		}
+		if err != nil {
+			w.fail(err)
+			return nil, nil, 0, w.errs
+		}
+	}
+	var cwdRules *ignoreMatcher
+	cwdLoaded := false
 	for _, a := range args {
 		if a == "-" {
 			w.inputs = append(w.inputs, scanInput{path: "-", stream: true})
@@ -47,10 +123,30 @@ func scanInputs(args []string, follow bool, errOut io.Writer) (inputs []scanInpu
 			w.fail(err)
 			continue
 		}
+		if m := st.Mode(); m.IsRegular() || m&fs.ModeNamedPipe != 0 {
+			if rel := filepath.ToSlash(filepath.Clean(a)); !filepath.IsAbs(a) && rel != ".." && !strings.HasPrefix(rel, "../") {
+				if !cwdLoaded {
+					cwdLoaded = true
+					if cwdRules, err = w.matcherFor("."); err != nil {
+						w.fail(err)
+						return nil, nil, 0, w.errs
+					}
+				}
+				if cwdRules.ignored(rel, false) {
+					w.ignored++
+					continue
+				}
+			}
+		}
 		switch m := st.Mode(); {
 		case m.IsRegular():
 			w.inputs = append(w.inputs, scanInput{path: a})
 		case m.IsDir():
+			if w.ign, err = w.matcherFor(a); err != nil {
+				w.fail(err)
+				continue
+			}
+			w.root = a
 			w.dir(a, []fs.FileInfo{st})
 		case m&fs.ModeNamedPipe != 0:
 			w.inputs = append(w.inputs, scanInput{path: a, stream: true})
@@ -58,7 +154,7 @@ func scanInputs(args []string, follow bool, errOut io.Writer) (inputs []scanInpu
 			w.fail(&inputError{Path: a, Err: fmt.Errorf("not a file, a directory or a pipe (it is %s)", fileKind(m))})
 		}
 	}
-	return w.inputs, w.skipped, w.errs
+	return w.inputs, w.skipped, w.ignored, w.errs
 }
 
 type walker struct {
@@ -67,6 +163,12 @@ type walker struct {
 	inputs  []scanInput
 	skipped []notScanned
 	errs    int
+	// extra holds the --ignore-file rules; root and ign the directory
+	// being walked and its rules.
+	extra   *ignoreMatcher
+	root    string
+	ign     *ignoreMatcher
+	ignored int
 }
 
 func (w *walker) fail(err error) {
@@ -89,6 +191,10 @@ func (w *walker) dir(path string, ancestors []fs.FileInfo) {
 	for _, e := range entries {
 		p := filepath.Join(path, e.Name())
 		m := e.Type()
+		if rel, err := filepath.Rel(w.root, p); err == nil && w.ign.ignored(filepath.ToSlash(rel), m.IsDir()) {
+			w.ignored++
+			continue
+		}
 		var info fs.FileInfo
 		if m&fs.ModeSymlink != 0 {
 			if !w.follow {

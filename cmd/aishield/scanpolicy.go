@@ -128,6 +128,10 @@ func (sp *scanPolicy) onFile(ctx context.Context, res *fileResult) error {
 	return nil
 }
 
+// gates reports whether the scan gates on the policy (--fail-on or
+// --destination), so that a file it could not scan fails the run.
+func (sp *scanPolicy) gates() bool { return sp.failOn != "" || sp.destination != nil }
+
 // exitCode is the scan's exit code once inputs were read without error.
 func (sp *scanPolicy) exitCode(rep *scanReport) int {
 	switch {
@@ -178,30 +182,52 @@ func (sp *scanPolicy) writeDecisions(w io.Writer, rep *scanReport) error {
 			fmt.Fprintf(&b, "  %s\n", r.Message)
 		}
 	}
-	fmt.Fprintf(&b, "destination %s under policy %s: %d allowed, %d to redact, %d blocked\n",
+	fmt.Fprintf(&b, "destination %s under policy %s: %d allowed, %d to redact, %d blocked",
 		sp.destination.Name, sp.policy.Name, counts[policies.ActionAllow], counts[policies.ActionRedact], counts[policies.ActionBlock])
+	if n := rep.unreadable(); n > 0 {
+		fmt.Fprintf(&b, ", %d not scanned", n)
+	}
+	b.WriteByte('\n')
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // writeSARIF writes the report as SARIF 2.1.0, paths relative to the
-// working directory when they are inside it.
-func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport) error {
+// working directory when they are inside it. Files that could not be
+// scanned are tool execution notifications, errors when they fail the
+// run.
+func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport, allowUnscanned bool) error {
 	wd, _ := os.Getwd()
+	rel := func(path string) string {
+		if path == "-" {
+			return "stdin"
+		}
+		if abs, err := filepath.Abs(path); err == nil && wd != "" {
+			if r, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(r, "..") {
+				return r
+			}
+		}
+		return path
+	}
 	var files []sarif.File
 	for _, f := range rep.Files {
 		if f.Skipped {
 			continue
 		}
-		path := f.Path
-		if path == "-" {
-			path = "stdin"
-		} else if abs, err := filepath.Abs(path); err == nil && wd != "" {
-			if rel, err := filepath.Rel(wd, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				path = rel
+		sf := sarif.File{Path: rel(f.Path), Findings: f.Findings}
+		if rep.Keyed {
+			for _, x := range f.Findings {
+				sf.Fingerprints = append(sf.Fingerprints, findingFingerprint(f.Path, x))
 			}
 		}
-		files = append(files, sarif.File{Path: path, Findings: f.Findings})
+		files = append(files, sf)
 	}
-	return sarif.Write(w, files, sarif.Options{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination, Fingerprints: sp.keyed})
+	var unscanned []sarif.NotScanned
+	for _, x := range rep.NotScanned {
+		if x.Unreadable {
+			unscanned = append(unscanned, sarif.NotScanned{Path: rel(x.Path), Reason: x.Reason})
+		}
+	}
+	return sarif.Write(w, files, sarif.Options{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination, Fingerprints: sp.keyed,
+		NotScanned: unscanned, Incomplete: len(unscanned) > 0 && sp.gates() && !allowUnscanned})
 }

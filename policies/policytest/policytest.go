@@ -368,6 +368,15 @@ func runCase(ctx context.Context, ev *policies.Evaluator, sc *classifiers.Scanne
 			return errorf("cases[%d].file: %s", i, doc.Note)
 		}
 		in.Texts, in.Findings = []string{doc.Text}, [][]classifiers.Finding{doc.Findings}
+		if doc.Members != nil { // an archive: its members are the request's texts
+			in.Texts, in.Findings = nil, nil
+			for _, m := range doc.Members {
+				if m.Skipped {
+					return errorf("cases[%d].file: %s: %s", i, m.Name, m.Note)
+				}
+				in.Texts, in.Findings = append(in.Texts, m.Text), append(in.Findings, m.Findings)
+			}
+		}
 	default:
 		return errorf("cases[%d]: input or file is required", i)
 	}

@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"os"
@@ -156,5 +157,43 @@ func TestQuarantinedCases(t *testing.T) {
 	}
 	if rep.Fail != 1 || !strings.Contains(strings.Join(rep.Results[0].Messages, " "), "destination: got gpu-cloud, want local") {
 		t.Errorf("%+v", rep.Results)
+	}
+}
+
+// A case's file may be an archive: its members are the request's texts.
+func TestRunArchiveFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string]string{"a/notes.txt": "Please email jane.doe@acme-corp.com about it.", "b/plain.txt": "nothing here"} {
+		w, _ := zw.Create(name)
+		w.Write([]byte(body))
+	}
+	zw.Close()
+	os.WriteFile(filepath.Join(dir, "bundle.zip"), buf.Bytes(), 0o644)
+	os.WriteFile(filepath.Join(dir, "broken.zip"), []byte("PK\x03\x04broken"), 0o644)
+	policy, _ := os.ReadFile(filepath.Join("testdata", "runner", "policy.yaml"))
+	os.WriteFile(filepath.Join(dir, "policy.yaml"), policy, 0o644)
+	os.WriteFile(filepath.Join(dir, "zip_test.yaml"), []byte(`policy: policy.yaml
+cases:
+  - name: archive
+    destination: openai
+    file: bundle.zip
+    expect: {action: redact, level: confidential, detectors: [pii.email]}
+  - name: unreadable archive
+    destination: openai
+    file: broken.zip
+    expect: {action: allow}
+`), 0o644)
+	rep, err := Run(context.Background(), []string{dir}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.Results[0].Status != Pass || rep.Results[1].Status != Error {
+		t.Fatalf("results %+v", rep.Results)
+	}
+	if msg := strings.Join(rep.Results[1].Messages, " "); !strings.Contains(msg, "zip archive that cannot be read") {
+		t.Errorf("error %q", msg)
 	}
 }

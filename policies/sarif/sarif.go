@@ -26,6 +26,16 @@ type File struct {
 	Path string
 	// Findings are the file's findings.
 	Findings []classifiers.Finding
+	// Fingerprints, when not nil, holds a fingerprint per finding
+	// (Fingerprints[i] for Findings[i]) that identifies it across runs;
+	// written with Options.Fingerprints under FindingFingerprintKey.
+	Fingerprints []string
+}
+
+// NotScanned is a file that could not be scanned, with the reason.
+type NotScanned struct {
+	Path   string
+	Reason string
 }
 
 // Options configures Write.
@@ -42,6 +52,12 @@ type Options struct {
 	// when the hashes are keyed by a secret: with a known key, a reader of
 	// the report could confirm a guessed low-entropy value from its hash.
 	Fingerprints bool
+	// NotScanned lists the files that could not be scanned: each is a
+	// tool execution notification (level error when Incomplete, warning
+	// otherwise) of the run's invocation, and Incomplete marks the
+	// invocation not successful.
+	NotScanned []NotScanned
+	Incomplete bool
 }
 
 // sarif types: the subset of SARIF 2.1.0 GitHub code scanning reads.
@@ -52,9 +68,19 @@ type (
 		Runs    []sarifRun `json:"runs"`
 	}
 	sarifRun struct {
-		Tool       sarifTool     `json:"tool"`
-		ColumnKind string        `json:"columnKind"`
-		Results    []sarifResult `json:"results"`
+		Tool        sarifTool         `json:"tool"`
+		Invocations []sarifInvocation `json:"invocations,omitempty"`
+		ColumnKind  string            `json:"columnKind"`
+		Results     []sarifResult     `json:"results"`
+	}
+	sarifInvocation struct {
+		ExecutionSuccessful        bool                `json:"executionSuccessful"`
+		ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications"`
+	}
+	sarifNotification struct {
+		Level     string          `json:"level"`
+		Message   sarifText       `json:"message"`
+		Locations []sarifLocation `json:"locations"`
 	}
 	sarifTool struct {
 		Driver sarifDriver `json:"driver"`
@@ -98,7 +124,7 @@ type (
 	}
 	sarifPhysical struct {
 		ArtifactLocation sarifArtifact `json:"artifactLocation"`
-		Region           sarifRegion   `json:"region"`
+		Region           *sarifRegion  `json:"region,omitempty"`
 	}
 	sarifArtifact struct {
 		URI       string `json:"uri"`
@@ -115,6 +141,10 @@ type (
 // result carries its finding's keyed hash. Hashes are stable across runs only
 // when the scanner's hash key is.
 const FingerprintKey = "aishieldValueHash/v1"
+
+// FindingFingerprintKey is the partialFingerprints key under which each
+// result carries File.Fingerprints' entry for its finding.
+const FindingFingerprintKey = "aishieldFinding/v1"
 
 // WriteSARIF writes a SARIF 2.1.0 log of files' findings that GitHub code
 // scanning accepts: one rule per detector found, one result per finding
@@ -176,22 +206,30 @@ func Write(w io.Writer, files []File, opts Options) error {
 	results := []sarifResult{}
 	for _, f := range sorted {
 		uri := filepath.ToSlash(f.Path)
-		fs := slices.Clone(f.Findings)
-		slices.SortStableFunc(fs, func(a, b classifiers.Finding) int {
+		order := make([]int, len(f.Findings))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(i, j int) int {
+			a, b := f.Findings[i], f.Findings[j]
 			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End), strings.Compare(a.Detector, b.Detector))
 		})
-		for _, fd := range fs {
+		for _, k := range order {
+			fd := f.Findings[k]
 			level, _ := sarifLevel(opts, fd.Detector, fd.Category)
 			r := sarifResult{
 				RuleID: fd.Detector, RuleIndex: ruleIndex[fd.Detector], Level: level,
 				Message: sarifText{Text: sarifMessage(opts, fd)},
 				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
 					ArtifactLocation: sarifArtifact{URI: uri, URIBaseID: "%SRCROOT%"},
-					Region:           sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
+					Region:           &sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
 				}}},
 			}
 			if opts.Fingerprints && fd.Hash != "" {
 				r.PartialFingerprints = map[string]string{FingerprintKey: fd.Hash}
+				if k < len(f.Fingerprints) && f.Fingerprints[k] != "" {
+					r.PartialFingerprints[FindingFingerprintKey] = f.Fingerprints[k]
+				}
 			}
 			results = append(results, r)
 		}
@@ -207,6 +245,20 @@ func Write(w io.Writer, files []File, opts Options) error {
 			ColumnKind: "unicodeCodePoints",
 			Results:    results,
 		}},
+	}
+	if len(opts.NotScanned) > 0 {
+		inv := sarifInvocation{ExecutionSuccessful: !opts.Incomplete, ToolExecutionNotifications: []sarifNotification{}}
+		level := "warning"
+		if opts.Incomplete {
+			level = "error"
+		}
+		for _, n := range opts.NotScanned {
+			inv.ToolExecutionNotifications = append(inv.ToolExecutionNotifications, sarifNotification{
+				Level: level, Message: sarifText{Text: "not scanned: " + n.Reason},
+				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: filepath.ToSlash(n.Path), URIBaseID: "%SRCROOT%"}}}},
+			})
+		}
+		log.Runs[0].Invocations = []sarifInvocation{inv}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
