@@ -365,10 +365,10 @@ func secretFamilies() []secretFamily {
 		{id: "secret.age_secret_key", provider: "age", desc: "age encryption secret key (AGE-SECRET-KEY-1 + 58 bech32)",
 			check: "bech32 checksum", keywords: []string{"age-secret-key-1"}, after: 58, prefix: 15, entropy: 3.5, valid: validAgeKey,
 			patterns: []string{`AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}`}},
-		{id: "secret.basic_auth", provider: "HTTP", desc: "HTTP Basic credentials in an Authorization header or assignment",
+		{id: "secret.basic_auth", provider: "HTTP", desc: "HTTP Basic credentials after Authorization (a header, or a key in JSON, YAML or code)",
 			check: "decodes to user:password", keywords: []string{"authorization"}, after: 420, token: isB64TokenByte, entropy: 3.0, valid: validBasicAuth,
 			patterns: []string{`(?i:authorization)["']?[ \t]*[:=][ \t]*["']?[Bb]asic[ \t]+([A-Za-z0-9+/]{8,}={0,2})`}},
-		{id: "secret.bearer_token", provider: "HTTP / Kubernetes", desc: "Bearer token in an Authorization header, a kubeconfig or code (upper, lower case and digits, entropy floor)",
+		{id: "secret.bearer_token", provider: "HTTP", desc: "Bearer token (an Authorization header, an HTTP client call, a Kubernetes or CI config): upper and lower case letters and digits, entropy floor",
 			check: "three character classes", keywords: []string{"bearer"}, after: 1200, token: isB64TokenByte, entropy: 3.5, valid: validBearer, conf: 0.75,
 			patterns: []string{`[Bb]earer[ \t]+([A-Za-z0-9._~+/-]{20,}={0,2})`}},
 	}

@@ -124,6 +124,8 @@ var reservedSecrets = map[string]bool{
 	"AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw": true,
 	"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE": true,
 	"AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY": true,
+	// RFC 7617's example Basic credentials (Aladdin, open sesame).
+	"QWxhZGRpbjpvcGVuIHNlc2FtZQ==": true,
 	// Azurite's well-known development storage key.
 	"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==": true,
 }
