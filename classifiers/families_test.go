@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"hash/fnv"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Samples of the secret families (secretfamilies.go), in the manner of
@@ -788,4 +790,43 @@ func BenchmarkFamilies(b *testing.B) {
 		}
 	}
 	benchScan(b, []byte(sb.String()))
+}
+
+// TestFamiliesAdversarialLinear feeds each kind of family trigger repeated
+// over a megabyte (keywords back to back, a keyword before an endless
+// token, a provider name before endless values): the scan must stay
+// linear, as TestAdversarialLinear checks for the other detectors.
+func TestFamiliesAdversarialLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adversarial inputs: long")
+	}
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 << 20
+	fill := func(unit string) string { return strings.Repeat(unit, n/len(unit)) }
+	inputs := map[string]string{
+		"curl options":      fill("curl -u a:bcdef -H 'X-Api-Key: abcdefgh' "),
+		"curl no newline":   "curl " + fill("-H 'Authorization: Bearer abcdefghijk' "),
+		"bearer":            fill("Bearer "),
+		"bearer long token": "Authorization: Bearer " + fill("aB3"),
+		"assignments":       fill("DATADOG_API_KEY=0123456789abcdef0123456789abcdef0"),
+		"provider names":    fill("discord okta snyk vercel heroku "),
+		"azure":             fill("a1Q~"),
+		"mailchimp":         fill("0123456789abcdef-us1"),
+		"telegram":          fill("123456789:AA"),
+		"prefix run":        fill("hvs.hf_dapiLTAIsgp_oy2"),
+		"endless body":      "hvs." + fill("Ab3_"),
+		"base64 json":       "glc_" + fill("eyJr"),
+	}
+	for name, in := range inputs {
+		start := time.Now()
+		if _, err := s.ScanString(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s: %v for %d bytes", name, d, len(in))
+		}
+	}
 }
