@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -827,6 +828,35 @@ func TestFamiliesAdversarialLinear(t *testing.T) {
 		}
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("%s: %v for %d bytes", name, d, len(in))
+		}
+	}
+}
+
+// TestFamilyTable checks the rows themselves: IDs unique among all
+// built-ins and in the secret namespace, keywords of three bytes or more
+// (shorter ones would trigger on ordinary text), at most one capture
+// group per pattern, a provider and a description for the docs.
+func TestFamilyTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range builtinDetectors() {
+		if seen[d.id] {
+			t.Errorf("detector ID %s twice", d.id)
+		}
+		seen[d.id] = true
+	}
+	for _, f := range secretFamilies() {
+		if !strings.HasPrefix(f.id, "secret.") || f.provider == "" || f.desc == "" || len(f.patterns) == 0 {
+			t.Errorf("%s: incomplete row", f.id)
+		}
+		for _, k := range f.keywords {
+			if len(k) < 3 {
+				t.Errorf("%s: keyword %q shorter than three bytes", f.id, k)
+			}
+		}
+		for _, p := range f.patterns {
+			if n := regexp.MustCompile(p).NumSubexp(); n > 1 {
+				t.Errorf("%s: pattern %q has %d groups", f.id, p, n)
+			}
 		}
 	}
 }
