@@ -514,7 +514,7 @@ func familySamples() map[string]famCase {
 	add("secret.square_token", func(g *famGen) famCase {
 		return famCase{tps: tp("EAAA"+g.url(60), "sq0atp-"+g.url(22)), fps: []string{"EAAA" + g.url(20), "sq0atp-" + g.url(10)}}
 	})
-	add("secret.stripe_webhook_secret", func(g *famGen) famCase {
+	add("secret.webhook_signing_secret", func(g *famGen) famCase {
 		return famCase{tps: tp("whsec_"+g.alnum(32), "whsec_"+g.alnum(40)), fps: []string{"whsec_" + g.alnum(16), "whsec_..."}}
 	})
 	add("secret.typeform_token", func(g *famGen) famCase {
@@ -537,7 +537,8 @@ func familySamples() map[string]famCase {
 			{`{"headers": {"Authorization": "Basic ` + cred2 + `"}}`, cred2},
 			{"headers = {'authorization': 'Basic " + cred + "'}", cred},
 			{"  authorization: Basic " + cred2 + "\n", cred2},
-		}, fps: []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("nocolon"+g.alnum(10))), "Authorization: Basic realm=\"api\"", "Authorization: Basic $CREDENTIALS", "Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="}}
+		}, fps: []string{"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("nocolon"+g.alnum(10))), "Authorization: Basic realm=\"api\"", "Authorization: Basic $CREDENTIALS", "Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+			"Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("CLIENT_ID:CLIENT_SECRET"))}}
 	})
 	add("secret.bearer_token", func(g *famGen) famCase {
 		tok, tok2 := g.alnum(40), g.url(64)
@@ -564,6 +565,7 @@ func familySamples() map[string]famCase {
 			"curl -H \"Content-Type: application/json\" https://api.acme.io",
 			"curl https://api.acme.io\nssh -u admin:" + pw + " host",
 			"curl -H 'Authorization: Bearer <token>' https://api.acme.io",
+			"curl -u CLIENT_ID:CLIENT_SECRET https://auth.acme.io/oauth/token",
 		}}
 	})
 	return cases

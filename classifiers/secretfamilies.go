@@ -356,7 +356,7 @@ func secretFamilies() []secretFamily {
 		{id: "secret.square_token", provider: "Square", desc: "Square access token (EAAA + 60, sq0atp-) or OAuth secret (sq0csp-)",
 			keywords: []string{"eaaa", "sq0atp-", "sq0csp-"}, after: 64, prefix: 4, entropy: 3.5,
 			patterns: []string{`EAAA[A-Za-z0-9_-]{60}|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43}`}},
-		{id: "secret.stripe_webhook_secret", provider: "Stripe", desc: "Stripe webhook signing secret (whsec_ + 32 or more)",
+		{id: "secret.webhook_signing_secret", provider: "Stripe, Svix (Standard Webhooks)", desc: "Webhook signing secret (whsec_ + 32 or more)",
 			keywords: []string{"whsec_"}, after: 64, token: isB64TokenByte, prefix: 6, entropy: 3.5, patterns: []string{`whsec_[A-Za-z0-9+/]{32,64}`}},
 		{id: "secret.typeform_token", provider: "Typeform", desc: "Typeform personal access token (tfp_ + 59)",
 			keywords: []string{"tfp_"}, after: 59, prefix: 4, entropy: 3.5, patterns: []string{`tfp_[A-Za-z0-9_.=-]{59}`}},
@@ -366,7 +366,7 @@ func secretFamilies() []secretFamily {
 			check: "bech32 checksum", keywords: []string{"age-secret-key-1"}, after: 58, prefix: 15, entropy: 3.5, valid: validAgeKey,
 			patterns: []string{`AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}`}},
 		{id: "secret.basic_auth", provider: "HTTP", desc: "HTTP Basic credentials after Authorization (a header, or a key in JSON, YAML or code)",
-			check: "decodes to user:password", keywords: []string{"authorization"}, after: 420, token: isB64TokenByte, entropy: 3.0, valid: validBasicAuth,
+			check: "decodes to user:password, the password neither a placeholder nor a name in capitals", keywords: []string{"authorization"}, after: 420, token: isB64TokenByte, entropy: 3.0, valid: validBasicAuth,
 			patterns: []string{`(?i:authorization)["']?[ \t]*[:=][ \t]*["']?[Bb]asic[ \t]+([A-Za-z0-9+/]{8,}={0,2})`}},
 		{id: "secret.bearer_token", provider: "HTTP", desc: "Bearer token (an Authorization header, an HTTP client call, a Kubernetes or CI config): upper and lower case letters and digits, entropy floor",
 			check: "three character classes", keywords: []string{"bearer"}, after: 1200, token: isB64TokenByte, entropy: 3.5, valid: validBearer, conf: 0.75,
@@ -492,7 +492,19 @@ func validBasicAuth(v string) bool {
 			return false
 		}
 	}
-	return len(pass) < 4 || !placeholderValue(string(pass))
+	return len(pass) < 4 || !(placeholderValue(string(pass)) || upperName(pass))
+}
+
+// upperName reports a name written in capitals and underscores
+// (CLIENT_SECRET, PASSWORD): what documentation and tests put where a
+// credential goes.
+func upperName[T ~string | ~[]byte](v T) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; !(c >= 'A' && c <= 'Z' || c == '_') {
+			return false
+		}
+	}
+	return len(v) > 0
 }
 
 // lettersAndDigits: a random value drawn from letters and digits holds
@@ -636,7 +648,7 @@ func curlWindow(st *scanState, d *detector, lo, hi int) {
 // placeholder, or holds no entropy.
 func curlEmit(st *scanState, d *detector, lo, hi int) {
 	v := st.text[lo:hi]
-	if hi-lo < 3 || placeholderBytes(v) || bytes.IndexByte(v, '$') >= 0 || maskRun(v) || shannon(v) < 2.0 {
+	if hi-lo < 3 || placeholderBytes(v) || upperName(v) || bytes.IndexByte(v, '$') >= 0 || maskRun(v) || shannon(v) < 2.0 {
 		return
 	}
 	st.emit(d.idx, lo, hi, 0.85, v, maskFixed)
