@@ -361,11 +361,12 @@ func TestDetectors(t *testing.T) {
 			{"prose", "the TLP standard", ""},
 		},
 	}
+	fams := familySamples() // the secret families' samples (TestFamilySamples)
 	for _, info := range Builtins() {
 		if info.ID == sensitivityLabelID {
 			continue
 		}
-		if len(cases[info.ID]) == 0 {
+		if _, ok := fams[info.ID]; len(cases[info.ID]) == 0 && !ok {
 			t.Errorf("no samples for %s", info.ID)
 		}
 	}

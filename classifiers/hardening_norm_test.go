@@ -225,8 +225,17 @@ func TestHardening05Base64(t *testing.T) {
 	}
 	assertGone(t, redact05(secret, fs), pw)
 
+	// HTTP Basic credentials are a secret (secret.basic_auth) that wins
+	// over the address decoded inside them; the same run elsewhere is the
+	// address.
 	basic := b64([]byte(addr05 + ":" + pw))
 	text := "GET / HTTP/1.1\r\nAuthorization: Basic " + basic + "\r\n"
+	fs = scan05(t, s, text)
+	if len(fs) != 1 || fs[0].Detector != "secret.basic_auth" || text[fs[0].Start:fs[0].End] != basic {
+		t.Fatalf("%q: want one secret.basic_auth over the credentials, got %+v", text, fs)
+	}
+	assertGone(t, redact05(text, fs), basic)
+	text = "X-Forwarded-User: " + basic + "\r\n"
 	want05(t, s, text, scan05(t, s, text), "pii.email", basic, EncodingBase64, addr05)
 
 	// The URL alphabet, without padding.

@@ -193,6 +193,7 @@ func builtinDetectors() []*detector {
 	var out []*detector
 	out = append(out, piiDetectors()...)
 	out = append(out, secretDetectors()...)
+	out = append(out, familyDetectors()...)
 	out = append(out, markerDetectors()...)
 	return out
 }

@@ -286,6 +286,12 @@ func FuzzScan(f *testing.F) {
 	// no-break spaces, and words glued to them.
 	f.Add([]byte("Referred by Dr Oliver Renaud; M. RENAUD and Prof. J. van Dijk met Jean-Pierre K. Martin, Valérie Giscard d'Estaing."))
 	f.Add([]byte("Chère Inès\u00a0Benali, Ms O’Brien’s note; Marie-Claire O'Neil\txJohn Smith2 Hugo Street, Mme DELACROIX-\xc3"))
+	// One sample of each secret family, and curl command lines.
+	for _, c := range familySamples() {
+		for _, p := range append(append([]famTP(nil), c.tps...), c.raw...) {
+			f.Add([]byte("x = " + p.text + "\n"))
+		}
+	}
 	whole, _ := New(Options{HashKey: []byte("k")})
 	chunked, _ := New(Options{HashKey: []byte("k")})
 	chunked.chunk, chunked.overlap = 512, 128

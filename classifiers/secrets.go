@@ -83,7 +83,6 @@ func findGitHubToken(text []byte, pos, hi int, m []int) []int {
 }
 
 func isTokenByte(b byte) bool  { return isWordByte(b) || b == '-' }
-func isBase64Byte(b byte) bool { return isAlnum(b) || b == '+' || b == '/' || b == '=' }
 func isB64URLByte(b byte) bool { return isAlnum(b) || b == '_' || b == '-' }
 func notToken(b byte) bool     { return false }
 
@@ -105,6 +104,28 @@ var reservedSecrets = map[string]bool{
 	"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": true,
 	"sk_test_4eC39HqLyjWDarjtT1zdp7dc":         true,
 	"sk_test_BQokikJOvBiI2HlWgH4olfQ2":         true,
+	// Google's example API key (cloud.google.com/docs/authentication/api-keys).
+	"AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namBGewQe": true,
+	// Example keys in firebase/firebase-android-sdk's samples and tests
+	// (gitleaks' gcp-api-key allowlist lists the same).
+	"AIzaSyabcdefghijklmnopqrstuvwxyz1234567": true,
+	"AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs": true,
+	"AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM": true,
+	"AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU": true,
+	"AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0": true,
+	"AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A": true,
+	"AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c": true,
+	"AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4": true,
+	"AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY": true,
+	"AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM": true,
+	"AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ": true,
+	"AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g": true,
+	"AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU": true,
+	"AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw": true,
+	"AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE": true,
+	"AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY": true,
+	// RFC 7617's example Basic credentials (Aladdin, open sesame).
+	"QWxhZGRpbjpvcGVuIHNlc2FtZQ==": true,
 	// Azurite's well-known development storage key.
 	"Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==": true,
 }
@@ -116,9 +137,9 @@ func (st *scanState) reservedSecret(v string) bool {
 func secretDetectors() []*detector {
 	awsID := regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
 	awsSecret := regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
-	gl := regexp.MustCompile(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent)-[A-Za-z0-9_.-]{20,90}`)
+	gl := regexp.MustCompile(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent|gloas|glffct)-[A-Za-z0-9_.-]{20,90}`)
 	slack := regexp.MustCompile(`xox[abposer]-[0-9]{6,15}-[0-9A-Za-z-]{8,200}|xapp-[0-9]-[A-Z0-9]{8,}-[0-9]{6,}-[a-f0-9]{32,}`)
-	slackHook := regexp.MustCompile(`https://hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
+	slackHook := regexp.MustCompile(`(?:https://)?hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
 	stripe := regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,247}`)
 	openai := regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{16,200}T3BlbkFJ[A-Za-z0-9_-]{16,200}`)
 	anthropic := regexp.MustCompile(`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`)
@@ -136,14 +157,14 @@ func secretDetectors() []*detector {
 			keywords: []string{"akia", "asia", "abia", "acca", "a3t"}, after: 20, context: []string{"aws", "access_key", "amazon"},
 			window: regexWindow(awsID, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
-				if st.reservedSecret(v) {
+				if st.reservedSecret(v) || maskRun(v[4:]) {
 					return
 				}
 				st.emitString(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, maskPrefix(4))
 			})},
 		{id: "secret.aws_secret_access_key", cat: CategorySecret, desc: "AWS secret access key assigned to an aws_secret_access_key-like name (40 base64 characters, entropy floor)",
 			keywords: []string{"secret_access_key", "secretaccesskey", "aws_secret", "awssecret"}, before: 8, after: 70,
-			window: regexWindow(awsSecret, 1, isBase64Byte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+			window: regexWindow(awsSecret, 1, isB64BodyByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
 				if st.reservedSecret(v) || shannon(v) < 4.0 {
 					return
@@ -155,7 +176,11 @@ func secretDetectors() []*detector {
 			window: matchWindow(findGitHubToken, 0, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := st.text[lo:hi]
 				conf := 0.9
-				if !bytes.HasPrefix(v, []byte("github_pat_")) {
+				if bytes.HasPrefix(v, []byte("github_pat_")) {
+					if maskRun(v[11:]) {
+						return
+					}
+				} else {
 					if !validGitHubToken(v) {
 						return
 					}
@@ -163,8 +188,8 @@ func secretDetectors() []*detector {
 				}
 				st.emit(d.idx, lo, hi, conf, v, maskPrefix(4))
 			})},
-		{id: "secret.gitlab_token", cat: CategorySecret, desc: "GitLab token (glpat-, gldt-, glrt-, glptt-, … with an entropy floor)",
-			keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-"}, after: 100,
+		{id: "secret.gitlab_token", cat: CategorySecret, desc: "GitLab token (glpat-, gldt-, glrt-, glptt-, gloas-, glffct-, … with an entropy floor)",
+			keywords: []string{"glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-", "gloas-", "glffct-"}, after: 100,
 			window: regexWindow(gl, 0, isTokenByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
 				i := strings.IndexByte(v, '-')
@@ -175,7 +200,7 @@ func secretDetectors() []*detector {
 			})},
 		{id: "secret.slack_token", cat: CategorySecret, desc: "Slack token (xoxb-, xoxp-, xoxa-, xoxe-, xapp-)",
 			keywords: []string{"xox", "xapp-"}, after: 260, window: regexWindow(slack, 0, isTokenByte, simple(0.9, 5, nil))},
-		{id: "secret.slack_webhook", cat: CategorySecret, desc: "Slack incoming webhook URL",
+		{id: "secret.slack_webhook", cat: CategorySecret, desc: "Slack incoming webhook, workflow or trigger URL (with or without scheme)",
 			keywords: []string{"hooks.slack.com"}, before: 8, after: 200, window: regexWindow(slackHook, 0, isAlnum, simple(0.95, 24, nil))},
 		{id: "secret.stripe_key", cat: CategorySecret, desc: "Stripe secret or restricted key (live; test keys at lower confidence; documented keys reserved)",
 			keywords: []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"}, after: 260,
@@ -195,7 +220,14 @@ func secretDetectors() []*detector {
 		{id: "secret.anthropic_key", cat: CategorySecret, desc: "Anthropic API key (sk-ant-api03-…AA, sk-ant-admin01-…)",
 			keywords: []string{"sk-ant-"}, after: 130, window: regexWindow(anthropic, 0, isTokenByte, simple(0.98, 7, nil))},
 		{id: "secret.google_api_key", cat: CategorySecret, desc: "Google API key (AIza + 35 characters)",
-			keywords: []string{"aiza"}, after: 40, window: regexWindow(google, 0, isTokenByte, simple(0.9, 4, nil))},
+			keywords: []string{"aiza"}, after: 40,
+			window: regexWindow(google, 0, isTokenByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+				v := string(st.text[lo:hi])
+				if st.reservedSecret(v) || maskRun(v[4:]) {
+					return
+				}
+				st.emitString(d.idx, lo, hi, 0.9, v, maskPrefix(4))
+			})},
 		{id: "secret.azure_storage_key", cat: CategorySecret, desc: "Azure storage account key in a connection string (AccountKey=, 64 bytes base64)",
 			keywords: []string{"accountkey="}, after: 100,
 			window: regexWindow(azure, 1, isAlnum, func(st *scanState, d *detector, lo, hi int, _ []int) {

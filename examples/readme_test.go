@@ -150,24 +150,26 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
-// tableColumn returns the first cells of the rows of the Markdown table
-// whose header row starts with header, without their backquotes.
+// tableColumn returns the first cells of the rows of the Markdown tables
+// whose header row starts with header (all of them: a long list may be
+// split into tables by topic), without their backquotes.
 func tableColumn(t *testing.T, doc, header string) map[string][]string {
 	t.Helper()
-	i := strings.Index(doc, "\n"+header)
-	if i < 0 {
+	if !strings.Contains(doc, "\n"+header) {
 		t.Fatalf("no table headed %q", header)
 	}
 	rows := map[string][]string{}
-	for _, line := range strings.Split(doc[i+1:], "\n")[2:] {
-		if !strings.HasPrefix(line, "|") {
-			break
+	for _, part := range strings.Split(doc, "\n"+header)[1:] {
+		for _, line := range strings.Split(part, "\n")[2:] {
+			if !strings.HasPrefix(line, "|") {
+				break
+			}
+			cells := strings.Split(line, "|")
+			for j := range cells {
+				cells[j] = strings.TrimSpace(cells[j])
+			}
+			rows[strings.Trim(cells[1], "`")] = cells[2:]
 		}
-		cells := strings.Split(line, "|")
-		for j := range cells {
-			cells[j] = strings.TrimSpace(cells[j])
-		}
-		rows[strings.Trim(cells[1], "`")] = cells[2:]
 	}
 	return rows
 }
