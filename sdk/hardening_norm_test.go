@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,6 +63,11 @@ func encodedAddresses() map[string]string {
 	}
 }
 
+// blockedEncodings are the encodings whose text holds a secret besides the
+// address: the password of HTTP Basic credentials (secret.basic_auth,
+// restricted), so the request is blocked and nothing is sent at all.
+var blockedEncodings = map[string]bool{"basic credentials": true}
+
 // assertNoFragment checks that body (a JSON request as sent) carries a
 // placeholder and no six bytes of the address, read as the normaliser
 // reads it: NFKC, invisible characters removed, percent and base64 runs
@@ -116,6 +122,13 @@ func TestHardening05GuardCheck(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			body := chatBody("Please write to " + v + " about the invoice.")
 			x, err := g.Check(context.Background(), sdk.Request{URL: "https://api.openai.com/v1/chat/completions", Body: body})
+			var be *sdk.BlockedError
+			if blockedEncodings[name] {
+				if !errors.As(err, &be) || !strings.Contains(err.Error(), "secret.basic_auth") {
+					t.Fatalf("err %v, want blocked for secret.basic_auth", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,6 +158,13 @@ func TestHardening05Transport(t *testing.T) {
 				Model:    "gpt-4o",
 				Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "Please write to " + v + " about the invoice."}},
 			})
+			if blockedEncodings[name] {
+				var ae *goopenai.APIError
+				if !errors.As(err, &ae) || ae.HTTPStatusCode != http.StatusForbidden || len(u.received()) != n {
+					t.Fatalf("err %v, %d sent: want 403 and nothing sent", err, len(u.received())-n)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
