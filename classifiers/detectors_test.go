@@ -40,6 +40,10 @@ func TestDetectors(t *testing.T) {
 	}
 	visa := luhnComplete("497010123456789")
 	amex := luhnComplete("37828224631001")
+	maestro12 := luhnComplete("50201234567")
+	maestro19 := luhnComplete("676112345678901234")
+	jcb15 := luhnComplete("21319876543210")
+	uatp := luhnComplete("11223344556677")
 	visaBad := visa[:15] + string('0'+(visa[15]-'0'+1)%10)
 	ibanFR := makeIBAN("FR", "3000400003"+"12345678901"+"85")
 	ibanDE := makeIBAN("DE", "500105175407324931")
@@ -86,11 +90,35 @@ func TestDetectors(t *testing.T) {
 			{"date", "on 2024-01-15 we", ""},
 			{"bare digits", "order 0142685300 shipped", ""},
 			{"invalid intl", "+33 0 00 00 00 00", ""},
+			{"extension x", "call 212-736-5000x309 today", "212-736-5000x309"},
+			{"extension ext", "desk (415)736-0199 ext. 72, mornings", "(415)736-0199 ext. 72"},
+			{"extension poste", "standard 01 42 68 53 00 poste 214", "01 42 68 53 00 poste 214"},
+			{"fictional with extension", "call 212-555-0147x309", ""},
+			{"trunk zero", "+44 (0)20 7123 4567", "+44 (0)20 7123 4567"},
+			{"trunk zero drama", "+44 (0)20 7946 0958", ""},
+			{"local after call me on", "call me on 736 5012 after six", "736 5012"},
+			{"local after reach her at", "you can reach her at 4821-7730.", "4821-7730"},
+			{"local after mobile", "Mobile: 9123 4567", "9123 4567"},
+			{"local fictional", "call me on 555-0147", ""},
+			{"local no cue", "version 736 5012 released", ""},
+			{"local cue too far", "phone support is closed; ticket 736 5012", ""},
+			{"local leading 1", "call me on 136 5012", ""},
+			{"local number word", "order number 736 5012", ""},
+			{"ssn shape", "id 666-74-2104", ""},
+			{"order number", "order number ORD-8555513230 shipped", ""},
+			{"ticket id", "see case_4157360199 for details", ""},
 		},
 		"pii.credit_card": {
 			{"visa spaced", "card " + groups4(visa) + " exp", groups4(visa)},
 			{"visa plain", "pan=" + visa + ";", visa},
 			{"amex", "Amex " + amex, amex},
+			{"maestro 12 digits", "Maestro card " + maestro12, maestro12},
+			{"maestro 12 digits no context", "ref " + maestro12, ""},
+			{"maestro 19 digits", "pay with " + maestro19, maestro19},
+			{"jcb 15 digits", "JCB " + jcb15, jcb15},
+			{"uatp", "UATP card " + uatp, uatp},
+			{"uatp no context", "order " + uatp, ""},
+			{"nir is not uatp", "card " + nir, ""},
 			{"luhn fails", "card " + visaBad, ""},
 			{"test card", "4111 1111 1111 1111", ""},
 			{"stripe test card", "4242424242424242", ""},
@@ -103,6 +131,8 @@ func TestDetectors(t *testing.T) {
 			{"bad check", "IBAN " + ibanBad, ""},
 			{"wrong length", "IBAN " + ibanDE + "1", ""},
 			{"example", "GB82 WEST 1234 5698 7654 32", ""},
+			{"dashes", "IBAN " + strings.ReplaceAll(groups4(ibanFR), " ", "-"), strings.ReplaceAll(groups4(ibanFR), " ", "-")},
+			{"mixed separators", "IBAN " + ibanFR[:4] + "-" + ibanFR[4:8] + " " + groups4(ibanFR[8:]), ""},
 		},
 		"pii.us_ssn": {
 			{"dashed", "SSN 536-22-1234", "536-22-1234"},
@@ -143,6 +173,8 @@ func TestDetectors(t *testing.T) {
 		"pii.uk_nhs": {
 			{"spaced", "NHS number " + nhs[:3] + " " + nhs[3:6] + " " + nhs[6:], nhs[:3] + " " + nhs[3:6] + " " + nhs[6:]},
 			{"no context", "ref " + nhs, ""},
+			{"dashed", "NHS no: " + nhs[:3] + "-" + nhs[3:6] + "-" + nhs[6:], nhs[:3] + "-" + nhs[3:6] + "-" + nhs[6:]},
+			{"patient", "patient " + nhs[:3] + " " + nhs[3:6] + " " + nhs[6:], nhs[:3] + " " + nhs[3:6] + " " + nhs[6:]},
 			{"bad check", "NHS " + nhs[:9] + string('0'+(nhs[9]-'0'+1)%10), ""},
 		},
 		"pii.es_dni": {
@@ -150,6 +182,19 @@ func TestDetectors(t *testing.T) {
 			{"dni dash", "dni: " + makeDNI(48151623)[:8] + "-" + makeDNI(48151623)[8:], makeDNI(48151623)[:8] + "-" + makeDNI(48151623)[8:]},
 			{"nie", "NIE X1234567L", "X1234567L"},
 			{"wrong letter", "DNI 12345678A", ""},
+			{"dni dotted", "DNI 12.345.678-Z", "12.345.678-Z"},
+			{"dni dotted wrong letter", "DNI 12.345.678-A", ""},
+			{"nie dashes", "NIE X-1234567-L", "X-1234567-L"},
+			{"nie z", "NIE Z1234567R", "Z1234567R"},
+			{"glued", "REF12345678Z", ""},
+		},
+		"pii.es_cif": {
+			{"digit control", "CIF A58818501", "A58818501"},
+			{"letter control", "NIF de la entidad: Q2826000H", "Q2826000H"},
+			{"bad control", "CIF A58818502", ""},
+			{"letter where a digit is due", "CIF A5881850A", ""},
+			{"not an entity letter", "ref I58818501", ""},
+			{"glued", "XA58818501", ""},
 		},
 		"pii.it_fiscal_code": {
 			{"valid", "codice fiscale " + cf, cf},
@@ -173,6 +218,22 @@ func TestDetectors(t *testing.T) {
 			{"v6 link local", "fe80::1ff:fe23:4567:890a", ""},
 			{"cpp", "std::vector<int> a::b", ""},
 			{"time", "at 12:30:45", ""},
+		},
+		"pii.private_ip": {
+			{"rfc1918 10", "host 10.1.2.3 is down", "10.1.2.3"},
+			{"rfc1918 172.16", "db at 172.16.5.4:5432", "172.16.5.4"},
+			{"rfc1918 192.168", "gateway 192.168.1.254", "192.168.1.254"},
+			{"link local", "got 169.254.10.20 from APIPA", "169.254.10.20"},
+			{"v6 link local", "iface fe80::1ff:fe23:4567:890a", "fe80::1ff:fe23:4567:890a"},
+			{"v6 ula", "node fd12:3456:789a:1::1 up", "fd12:3456:789a:1::1"},
+			{"172.32 is public", "from 172.32.0.1", ""},
+			{"public", "from 81.2.69.160 at", ""},
+			{"loopback", "listen on 127.0.0.1:8080", ""},
+			{"v6 loopback", "bind ::1", ""},
+			{"documentation", "203.0.113.7", ""},
+			{"cgnat", "100.64.1.2", ""},
+			{"version", "v10.1.2.3", ""},
+			{"five parts", "10.1.2.3.4", ""},
 		},
 		"pii.crypto_wallet": {
 			{"btc base58", "send to " + btc, btc},
