@@ -17,18 +17,18 @@ var (
 		"reach", "ring me", "text me", "landline", "direct line", "extension", "ext."}
 	ctxCard = []string{"card", "carte", "credit", "crédit", "visa", "mastercard", "amex", "cb ", "payment",
 		"paiement", "pan", "karte", "tarjeta", "carta"}
-	ctxIBAN  = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
-	ctxSSN   = []string{"ssn", "social security", "social sec", "taxpayer"}
-	ctxNIR   = []string{"nir", "sécurité sociale", "securite sociale", "sécu", "secu", "insee", "social security", "numéro de sécurité"}
-	ctxSIREN = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
-	ctxSIRET = []string{"siret", "établissement", "etablissement"}
-	ctxNINO  = []string{"national insurance", "nino", "ni number", "ni no"}
-	ctxNHS   = []string{"nhs", "patient", "health service"}
-	ctxDNI   = []string{"dni", "nie", "documento", "identidad", "nif"}
-	ctxCIF   = []string{"cif", "nif", "empresa", "sociedad", "razón social", "razon social"}
-	ctxCF    = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
-	ctxBSN   = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
-	ctxIP    = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
+	ctxIBAN   = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
+	ctxSSN    = []string{"ssn", "social security", "social sec", "taxpayer"}
+	ctxNIR    = []string{"nir", "sécurité sociale", "securite sociale", "sécu", "secu", "insee", "social security", "numéro de sécurité"}
+	ctxSIREN  = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
+	ctxSIRET  = []string{"siret", "établissement", "etablissement"}
+	ctxNINO   = []string{"national insurance", "nino", "ni number", "ni no"}
+	ctxNHS    = []string{"nhs", "patient", "health service"}
+	ctxDNI    = []string{"dni", "nie", "documento", "identidad", "nif"}
+	ctxCIF    = []string{"cif", "nif", "empresa", "sociedad", "razón social", "razon social"}
+	ctxCF     = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
+	ctxBSN    = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
+	ctxIP     = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
 	ctxPrivIP = []string{"ip", "address", "adresse", "host", "server", "serveur", "gateway", "passerelle", "subnet", "lan", "vpn",
 		"intranet", "dns", "router", "routeur", "interface", "inet"}
 	ctxEmail = []string{"email", "e-mail", "mail", "courriel", "contact", "adresse", "address", "to:", "from:", "cc:"}
