@@ -14,7 +14,8 @@ import (
 var (
 	ctxPhone = []string{"phone", "tel", "tél", "telephone", "téléphone", "mobile", "portable", "cell", "fax",
 		"call", "appeler", "appelez", "joindre", "contact", "whatsapp", "telefon", "teléfono", "telefono", "numéro", "number",
-		"reach", "ring me", "text me", "landline", "direct line", "extension", "ext."}
+		"reach", "ring me", "text me", "landline", "direct line", "extension", "ext.", "rufen", "anrufen", "llám", "llama",
+		"chiama"}
 	ctxCard = []string{"card", "carte", "credit", "crédit", "visa", "mastercard", "amex", "cb ", "payment",
 		"paiement", "pan", "karte", "tarjeta", "carta"}
 	ctxIBAN   = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
@@ -430,8 +431,8 @@ func localPhoneCue(text []byte, lo int) bool {
 }
 
 // phoneExtension returns where an extension written after a phone number
-// ending at text[hi] ends ("x309", " ext. 72", " extension 4", " poste
-// 12"), or hi when there is none.
+// ending at text[hi] ends ("x309", " x 5", " ext. 72", " extension 4",
+// " poste 12"), or hi when there is none.
 func phoneExtension(text []byte, hi int) int {
 	i := hi
 	for i < len(text) && i-hi < 2 && text[i] == ' ' {
@@ -443,8 +444,7 @@ func phoneExtension(text []byte, hi int) int {
 	}
 	var buf [9]byte
 	switch string(asciiLowerBytes(buf[:0], text[i:k])) {
-	case "x":
-	case "ext", "extn", "extension", "poste":
+	case "x", "ext", "extn", "extension", "poste":
 		if k < len(text) && (text[k] == '.' || text[k] == ':') {
 			k++
 		}
@@ -646,8 +646,8 @@ func fictionalPhone(cc int, nat string) bool {
 			}
 		}
 	case 44:
-		// Ofcom drama numbers: 020 7946 0xxx, 0113 496 0xxx, 07700 900xxx, …
-		for _, p := range []string{"2079460", "1134960", "1154960", "1174960", "1184960", "1214960", "1314960", "1414960", "1514960", "1614960", "7700900"} {
+		// Ofcom drama numbers: 020 7946 0xxx, 0113 496 0xxx, 01632 960xxx, 07700 900xxx, …
+		for _, p := range []string{"2079460", "1134960", "1154960", "1174960", "1184960", "1214960", "1314960", "1414960", "1514960", "1614960", "1632960", "7700900"} {
 			if strings.HasPrefix(nat, p) {
 				return true
 			}
