@@ -263,7 +263,7 @@ var phoneSentences = []string{
 	"The new number is [+33 1 42 68 53 00].",
 	"Call [020 7123 4567] and quote your reference.",
 	"Cell [+1 415 736 0199], leave a message.",
-	"Call the clinic on 01632 960 983? No: that range is for drama, try [0161 850 0301] instead.",
+	"Call the clinic on [0161 850 0301] instead.",
 	"Reception [+44 (0) 20 7123 4567 ext. 214]",
 	"Standard : [04 72 10 30 30]",
 	"Contact Lyon [+33 4 72 10 30 30]",
