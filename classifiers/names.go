@@ -730,10 +730,31 @@ func (st *scanState) nameAt(i int) int {
 // neither a given name, a surname nor a title, may still start a name:
 // another capitalised word follows it, or a strong cue precedes it.
 func nameMaybe(text []byte, i, j int) bool {
-	if text[j] == ' ' && j+1 < len(text) && (isUpper(text[j+1]) || text[j+1] >= 0xC3 && text[j+1] <= 0xC5) {
+	if !(text[j] == ' ' && j+1 < len(text) && (isUpper(text[j+1]) || text[j+1] >= 0xC3 && text[j+1] <= 0xC5)) {
+		return nameCueBefore(text, i) == cueStrong
+	}
+	// Two capitalised words ("Quarterly Review", "Chidi Okonkwo"): a
+	// name if the second may be a surname (its nameFilter bit is set), or
+	// if a cue precedes them or a verb only people take follows them
+	// (nameFromContext decides).
+	k := j + 1
+	if !isUpper(text[k]) || k+16 > len(text) {
 		return true
 	}
-	return nameCueBefore(text, i) == cueStrong
+	h, e := nameKey(text, k)
+	if h == 0 || nameFilter[h>>6]&(1<<(h&63)) != 0 || text[e] >= utf8.RuneSelf || text[e] == '-' || text[e] == '\'' {
+		return true
+	}
+	if nameCueBefore(text, i) >= cueWeak || personAfter(text, e) {
+		return true
+	}
+	// A third word: "Ana Lima Costa said".
+	if text[e] == ' ' && e+17 <= len(text) && isUpper(text[e+1]) {
+		if h3, e3 := nameKey(text, e+1); h3 != 0 && personAfter(text, e3) {
+			return true
+		}
+	}
+	return false
 }
 
 // nameCue is how strongly the words before a capitalised word say that a
@@ -791,6 +812,28 @@ var nameCues = func() map[string]nameCue {
 	return m
 }()
 
+// wordEnds returns, for each ASCII byte b, bit n set when a word of ws
+// (or the last word of a phrase) has n bytes and ends in b (lower case):
+// a word that fails the table is not looked up in the map. Words ending
+// in a multi-byte letter are always looked up.
+func wordEnds[V any](ws map[string]V) (t [128]uint32) {
+	for w := range ws {
+		if sp := strings.LastIndexByte(w, ' '); sp >= 0 {
+			w = w[sp+1:]
+		}
+		if c := w[len(w)-1]; c < utf8.RuneSelf && len(w) < 32 {
+			t[c] |= 1 << len(w)
+		}
+	}
+	return t
+}
+
+// Tables of wordEnds (read only).
+var (
+	nameCueEnds  = wordEnds(nameCues)
+	nameVerbEnds = wordEnds(nameVerbs)
+)
+
 // nameClosings end the line before a signature ("Best regards,\nAnna").
 // Lower case: the last word before the comma.
 var nameClosings = map[string]bool{"regards": true, "best": true, "cheers": true, "thanks": true, "sincerely": true,
@@ -829,6 +872,9 @@ func nameCueBefore(text []byte, i int) nameCue {
 	}
 	k := lettersBefore(text, j, 16)
 	if k == j || k > 0 && nameLetter(text[k-1]) {
+		return cueNone
+	}
+	if last := text[j-1]; last < utf8.RuneSelf && nameCueEnds[last|0x20]&(1<<(j-k)) == 0 {
 		return cueNone
 	}
 	var buf [40]byte
@@ -914,8 +960,11 @@ func personAfter(text []byte, e int) bool {
 		return false
 	}
 	k := 1
-	for k < len(rest) && text[e+k]-'a' < 26 {
+	for k < len(rest) && rest[k]-'a' < 26 {
 		k++
+	}
+	if k-1 >= 32 || nameVerbEnds[rest[k-1]]&(1<<(k-1)) == 0 {
+		return false
 	}
 	return nameVerbs[string(rest[1:k])]
 }
