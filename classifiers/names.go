@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Person names. A name is found from what surrounds it, never from a list of
-// people:
+// Person names. A name is found from what surrounds it and from lists of
+// common given names and surnames, never from a list of people:
 //
 //   - a courtesy or professional title followed by one to three capitalised
 //     name words: "Dr Oliver Renaud", "Mme Delacroix", "Prof. J. van Dijk"
@@ -18,9 +18,19 @@ import (
 //     words: "Amélie Fontaine", "Jean-Pierre K. Martin", "Ludwig van
 //     Beethoven";
 //   - a common given name right after a surname in capitals, as French
-//     lists and forms write them: "DUPONT Jean";
+//     lists and forms write them: "DUPONT Jean"; a listed surname before a
+//     given name: "Zhang Wei";
+//   - a capitalised word followed by a common surname: "Ottoline Okonkwo";
 //   - two capitalised name words after a form label and its colon, whatever
-//     the given name: "Employee: Jordan Lee".
+//     the given name: "Employee: Jordan Lee";
+//   - two or three name words after a cue, a verb or role that takes a
+//     person ("I spoke to X Y", "met with X Y", "my manager X Y", "signed
+//     by X Y"), or before a verb only people take ("X Y said", "X Y, who");
+//   - a name word alone after a strong cue: a greeting ("Dear X,", "Hi X",
+//     "Bonjour X"), thanks ("Thanks, X"), "cc X", a signature ("Regards,\nX",
+//     "— X"); a listed given name or surname alone after a request ("ask
+//     X", "call X", "according to X"); a listed given name alone after
+//     "to", "with", "by", "from" or "for".
 //
 // A doctorate's field between title and name is skipped ("Dr. med.
 // Weber"). A name right after a street, school or place word is the
@@ -31,13 +41,15 @@ import (
 // Extended-A) and goes on with letters, joined by '-' or by an apostrophe
 // before an upper-case letter (O'Brien). Words that end a name rather than
 // continue it (articles, pronouns, weekdays, months, street and company
-// words, offices and job titles, institutions) are never name words, so
-// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager" and
-// "the Christian Democratic Party" are not names; a title may follow a
-// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names
-// that are also everyday English words (Will, May, Mark, Grace...) are not
-// in the list, so they need a title. A lone given name is not reported:
-// it identifies no one.
+// words, offices and job titles, institutions, sentence-opening adverbs,
+// teams, products, countries and large cities) are never name words, so
+// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager",
+// "Hi Team" and "the Christian Democratic Party" are not names; a title may
+// follow a title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given
+// names and surnames that are also everyday English words (Will, May,
+// Mark, Grace, Brown, Young) are not in the lists, so they need a title or
+// a cue. A lone name word without a cue is not reported: it identifies no
+// one.
 //
 // The value hashed is the name in lower case with single spaces, so the same
 // name written with a title, without one, or in capitals has one hash.
@@ -107,7 +119,7 @@ anthropic slack zoom github gitlab jira confluence salesforce sap adobe uber tes
 siri alexa cortana windows linux android chrome firefox safari excel outlook gmail azure docker kubernetes python
 java javascript america europe africa asia australia canada france germany spain italy china japan india brazil
 mexico london paris berlin madrid rome tokyo dublin lyon york texas california amsterdam brussels zurich geneva
-lisbon rotterdam frankfurt munich high low grand mount chancery customer`
+lisbon rotterdam frankfurt munich high low grand mount chancery customer go`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
@@ -322,10 +334,11 @@ var nameWords = func() map[string]nameKind {
 	return m
 }()
 
-// nameFilter has bit nameKey(w) set for every ASCII given name and
-// title w: a capitalised word whose bit is clear is passed over without
-// being read or looked up (some 700 words set about 1% of the bits, so
-// about 1% of other words are read in vain).
+// nameFilter has bit nameKey(w) set for every ASCII given name, surname
+// and title w: a capitalised word whose bit is clear is passed over
+// without being read or looked up, unless nameMaybe says it may still
+// start a name (some 2,000 words set about 3% of the bits, so about 3% of
+// other words are read in vain).
 var nameFilter = func() (t [1 << 10]uint64) {
 	var pad [24]byte
 	for w, k := range nameWords {
@@ -443,7 +456,7 @@ func lettersBefore(text []byte, end, limit int) int {
 
 func nameDetector() *detector {
 	return &detector{id: "pii.person_name", cat: CategoryPII,
-		desc: "Person name: a title followed by capitalised name words (Dr, Mme, Herr...), a common given name with a surname (after it, or before it in capitals), or two name words after a form label (Employee:, Nom :)",
+		desc: "Person name: a title followed by capitalised name words (Dr, Mme, Herr...), a common given name with a surname (after it, or before it in capitals), a common surname after a name word, two name words after a form label (Employee:, Nom :), after a cue (ask, spoke to, met with, my manager) or before a verb only people take (said, wrote); a name alone after a greeting, thanks, cc or a signature (Dear Tomasz, Thanks Hugo, a closing line then Ana), or a listed name after a request (ask Maria)",
 		mask: maskName}
 }
 
@@ -858,12 +871,13 @@ func nameCueBefore(text []byte, i int) nameCue {
 	default:
 		return cueNone
 	}
-	// A dash that starts a line signs what follows: "— Ana", "-- Ana".
+	// A dash that starts a line signs what follows when the name ends
+	// the line: "— Ana", "-- Ana Lima" (not a txtar file marker "-- a.go --").
 	switch {
 	case j >= 2 && text[j-1] == '-' && text[j-2] == '-':
-		return lineStartCue(text, j-2)
+		return min(lineStartCue(text, j-2), signatureRest(text, i))
 	case j >= 3 && text[j-3] == 0xE2 && text[j-2] == 0x80 && (text[j-1] == 0x94 || text[j-1] == 0x93):
-		return lineStartCue(text, j-3)
+		return min(lineStartCue(text, j-3), signatureRest(text, i))
 	}
 	var punct byte // a comma or colon between the cue and the name
 	if j > 0 && (text[j-1] == ',' || text[j-1] == ':') {
@@ -871,7 +885,7 @@ func nameCueBefore(text []byte, i int) nameCue {
 		j--
 	}
 	k := lettersBefore(text, j, 16)
-	if k == j || k > 0 && nameLetter(text[k-1]) {
+	if k == j || k > 0 && !cueBoundary(text[k-1]) {
 		return cueNone
 	}
 	if last := text[j-1]; last < utf8.RuneSelf && nameCueEnds[last|0x20]&(1<<(j-k)) == 0 {
@@ -896,6 +910,35 @@ func nameCueBefore(text []byte, i int) nameCue {
 		return cueNone
 	}
 	return c
+}
+
+// cueBoundary reports whether b may precede a cue word: white space, an
+// opening bracket or quote, or a multi-byte character's last byte (“, «),
+// but not a letter, a digit or code punctuation ($hi, \thanks, a_hi).
+func cueBoundary(b byte) bool {
+	switch b {
+	case ' ', '\t', '\n', '\r', '(', '"', '\'', '>', '*':
+		return true
+	}
+	return b >= 0x80 && b < 0xC0
+}
+
+// signatureRest returns cueStrong when the line from text[i] to its end
+// (at most 48 bytes) holds only a name: letters, spaces, apostrophes,
+// hyphens inside words, a comma and what follows it ("— Ana Lima, Sales").
+func signatureRest(text []byte, i int) nameCue {
+	for k := i; k < len(text) && k-i < 48; k++ {
+		switch c := text[k]; {
+		case c == '\n' || c == '\r' || c == ',':
+			return cueStrong
+		case c == '-' && (k+1 >= len(text) || !nameLetter(text[k+1])):
+			return cueNone // "-- a.go --"
+		case c == ' ', c == '\'', c == '-', nameLetter(c):
+		default:
+			return cueNone
+		}
+	}
+	return cueStrong
 }
 
 // lineStartCue returns cueStrong when text[k] starts a line.
@@ -969,6 +1012,13 @@ func personAfter(text []byte, e int) bool {
 	return nameVerbs[string(rest[1:k])]
 }
 
+// loneWord reports whether w, a word in no list, may be a name alone
+// after a strong cue: two letters or more, and not a plural ("Hello
+// Gophers", "Hi Folks").
+func loneWord(text []byte, w nameWord) bool {
+	return w.end-w.start >= 2 && text[w.end-1] != 's'
+}
+
 // nameFromContext looks for a name starting with w, a capitalised word
 // that is neither a title nor a listed given name (k is nameNone or
 // nameSurname), and reports it when its context makes it one: two or
@@ -977,10 +1027,13 @@ func personAfter(text []byte, e int) bool {
 // for it (see nameCue). It returns where the scan goes on.
 func (st *scanState) nameFromContext(d *detector, w nameWord, k nameKind, buf *[48]byte) int {
 	text := st.text
+	if w.end-w.start < 2 || w.initial {
+		return w.end // "C Chan" in code, "A. Smith" is nameAfterTitle's or nobody's
+	}
 	cue := nameCueBefore(text, w.start)
 	w2, ok := st.namePart(w.end, buf)
 	if !ok {
-		if cue == cueStrong || k == nameSurname && cue >= cueWeak {
+		if cue == cueStrong && loneWord(text, w) || k == nameSurname && cue >= cueWeak {
 			st.emitName(d, w.start, w.end, 0.55)
 		}
 		return w.end

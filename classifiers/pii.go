@@ -39,7 +39,7 @@ var (
 func piiDetectors() []*detector {
 	return []*detector{
 		{id: "pii.email", cat: CategoryPII, desc: "E-mail address (RFC 5321 shape; RFC 2606 domains are reserved)", context: ctxEmail, mask: maskEmail},
-		{id: "pii.phone", cat: CategoryPII, desc: "Phone number, international or national format for FR, US, GB, DE, ES, IT, BE, CH, CA (validated with libphonenumber metadata)", gate: numGate{minDigits: 7}, numeric: phoneNumeric, context: ctxPhone},
+		{id: "pii.phone", cat: CategoryPII, desc: "Phone number, international or national format for FR, US, GB, DE, ES, IT, BE, CH, CA (validated with libphonenumber metadata), with its extension (x309, ext. 72, poste 12) and trunk (0); a local 7- or 8-digit number right after a cue (call me on, reach her at, mobile:); SSN-shaped 3-2-4 groups and identifier tails (ORD-…) are not phones", gate: numGate{minDigits: 7}, numeric: phoneNumeric, context: ctxPhone},
 		{id: "pii.credit_card", cat: CategoryPII, desc: "Payment card number (Luhn + ISO/IEC 7812 issuer ranges and lengths: Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro 12-19 digits, UATP; 12-digit Maestro and UATP need a card word; documented test numbers are reserved)", gate: numGate{minDigits: 12}, numeric: cardNumeric, context: ctxCard},
 		{id: "pii.iban", cat: CategoryPII, desc: "IBAN (ISO 13616: per-country length, ISO 7064 mod 97 check digits; compact, or grouped with spaces or dashes)", glued: true, gate: numGate{minDigits: 2, upperBefore: true}, numeric: ibanNumeric, context: ctxIBAN},
 		{id: "pii.us_ssn", cat: CategoryPII, desc: "US Social Security number (SSA area/group/serial rules; 9 bare digits need context)", gate: numGate{minDigits: 9}, numeric: ssnNumeric, context: ctxSSN},
@@ -47,9 +47,9 @@ func piiDetectors() []*detector {
 		{id: "pii.fr_siren", cat: CategoryPII, desc: "French SIREN company number (Luhn; needs a context word such as SIREN or RCS)", gate: numGate{minDigits: 9}, numeric: sirenNumeric, context: ctxSIREN},
 		{id: "pii.fr_siret", cat: CategoryPII, desc: "French SIRET establishment number (Luhn, La Poste rule; needs a context word)", gate: numGate{minDigits: 14}, numeric: siretNumeric, context: append(append([]string{}, ctxSIRET...), "siren")},
 		{id: "pii.uk_nino", cat: CategoryPII, desc: "UK National Insurance number (HMRC prefix and suffix rules)", glued: true, gate: numGate{minDigits: 6, firstLens: 0x7e}, numeric: ninoNumeric, context: ctxNINO},
-		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; needs the word NHS nearby)", gate: numGate{minDigits: 10}, numeric: nhsNumeric, context: ctxNHS},
+		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; compact or 3-3-4 with spaces or dashes; needs NHS or patient nearby)", gate: numGate{minDigits: 10}, numeric: nhsNumeric, context: ctxNHS},
 		{id: "pii.es_dni", cat: CategoryPII, desc: "Spanish DNI or NIE, the NIF of a person (check letter mod 23; 12345678Z, 12.345.678-Z, X1234567L, X-1234567-L)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<2 | 1<<7 | 1<<8}, numeric: dniNumeric, context: ctxDNI},
-		{id: "pii.es_cif", cat: CategoryPII, desc: "Spanish CIF, the NIF of a company or other legal entity (entity letter, 7 digits, control digit or letter)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<7 | 1<<8, upperBefore: true}, numeric: cifNumeric, context: ctxCIF},
+		{id: "pii.es_cif", cat: CategoryPII, desc: "Spanish CIF, the NIF of a company or other legal entity (entity letter, 7 digits, control digit or letter; needs a context word such as CIF or NIF)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<7 | 1<<8, upperBefore: true}, numeric: cifNumeric, context: ctxCIF},
 		{id: "pii.it_fiscal_code", cat: CategoryPII, desc: "Italian codice fiscale (shape and check character)", glued: true, gate: numGate{minDigits: 2, firstLens: 1 << 2, upperBefore: true}, numeric: cfNumeric, context: ctxCF},
 		{id: "pii.nl_bsn", cat: CategoryPII, desc: "Dutch BSN (11-proof; needs a context word such as BSN)", gate: numGate{minDigits: 9}, numeric: bsnNumeric, context: ctxBSN},
 		{id: "pii.ip_address", cat: CategoryPII, desc: "Public IPv4/IPv6 address (net/netip; private, loopback, link-local, multicast and documentation ranges excluded)", gate: numGate{minDigits: 4, minGroups: 4}, numeric: ipv4Numeric, context: ctxIP},
@@ -1025,10 +1025,10 @@ func cifNumeric(st *scanState, d *detector, c *numCand) {
 		return
 	}
 	v := text[lo:hi]
-	if !validCIF(v) {
-		return
+	if !validCIF(v) || !st.hasContext(d, lo, hi, 48) {
+		return // one letter-and-digits code in ten passes the check: a CIF needs a context word
 	}
-	st.emit(d.idx, lo, hi, st.conf(d, 0.75, lo, hi), v, d.mask)
+	st.emit(d.idx, lo, hi, 0.85, v, d.mask)
 }
 
 // ---- Italian codice fiscale ----
@@ -1109,6 +1109,29 @@ func privateIPv4Numeric(st *scanState, d *detector, c *numCand) {
 	ipv4Ranges(st, d, c, 0.6, privateAddr)
 }
 
+// privateBlocks are the standard blocks themselves: "10.0.0.0/8" names a
+// range every network may use, not an organisation's addressing.
+var privateBlocks = map[netip.Prefix]bool{netip.MustParsePrefix("10.0.0.0/8"): true,
+	netip.MustParsePrefix("172.16.0.0/12"): true, netip.MustParsePrefix("192.168.0.0/16"): true,
+	netip.MustParsePrefix("169.254.0.0/16"): true, netip.MustParsePrefix("fc00::/7"): true,
+	netip.MustParsePrefix("fd00::/8"): true, netip.MustParsePrefix("fe80::/10"): true}
+
+// standardBlock reports whether a, written at text[hi:] with a prefix
+// length after it, is one of privateBlocks.
+func standardBlock(text []byte, hi int, a netip.Addr) bool {
+	if hi+1 >= len(text) || text[hi] != '/' || !isDigit(text[hi+1]) {
+		return false
+	}
+	e := hi + 1
+	bits := 0
+	for e < len(text) && e-hi <= 3 && isDigit(text[e]) {
+		bits = bits*10 + int(text[e]-'0')
+		e++
+	}
+	p, err := a.Prefix(bits)
+	return err == nil && p.Addr() == a && privateBlocks[p]
+}
+
 // ipv4Ranges reports the dotted quads of c whose address want accepts.
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
@@ -1131,7 +1154,7 @@ func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(
 			continue
 		}
 		addr, ok := parseIPv4(text, c.groups[a:b+1])
-		if !ok || !want(addr) {
+		if !ok || !want(addr) || standardBlock(text, hi, addr) {
 			continue
 		}
 		var nb [16]byte
@@ -1202,7 +1225,7 @@ func (st *scanState) ipv6At(i int) int {
 		}
 		d, base = st.s.privateIP, 0.6
 	}
-	if d != nil {
+	if d != nil && !standardBlock(text, hi, addr) {
 		st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), addr.String(), d.mask)
 	}
 	return end
