@@ -119,7 +119,8 @@ anthropic slack zoom github gitlab jira confluence salesforce sap adobe uber tes
 siri alexa cortana windows linux android chrome firefox safari excel outlook gmail azure docker kubernetes python
 java javascript america europe africa asia australia canada france germany spain italy china japan india brazil
 mexico london paris berlin madrid rome tokyo dublin lyon york texas california amsterdam brussels zurich geneva
-lisbon rotterdam frankfurt munich high low grand mount chancery customer go`
+lisbon rotterdam frankfurt munich high low grand mount chancery customer go mundo monde welt mondo
+unicode standard markdown code command protocol specification format edition version release`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
@@ -274,7 +275,7 @@ yadav thakur chauhan rajput raman krishnan subramanian venkatesh ramachandran na
 shetty kamath desai trivedi parikh qureshi siddiqui ansari sheikh akhtar chaudhry javed hossain alam miah begum
 uddin
 wang zhang liu chen yang huang zhao zhou xu zhu guo luo zheng liang xie deng cao peng zeng xiao tian dong yuan
-cai jiang cheng ren shen yao cui zhong liao jia xia zou xiong qin qiu hou xue chan wong cheung leung lau yip chow
+cai jiang cheng ren shen yao cui zhong liao jia xia zou xiong qin qiu hou xue wong cheung leung lau yip chow
 tsang kwok
 sato suzuki takahashi tanaka watanabe ito yamamoto nakamura kobayashi kato yoshida yamada sasaki yamaguchi
 matsumoto inoue kimura hayashi shimizu yamazaki ikeda hashimoto yamashita ishikawa nakajima maeda fujita ogawa
@@ -775,12 +776,14 @@ func nameMaybe(text []byte, i, j int) bool {
 type nameCue uint8
 
 const (
-	cueNone   nameCue = iota
-	cueGiven          // "to", "with", "from", "for", "by": a listed given name alone
-	cueWeak           // a verb or role that takes a person: a given name or surname alone, or two name words
-	cueStrong         // a greeting, a thanks, "cc", a signature: any name word alone
-	cuePrev           // (nameCues only) a preposition: look at the word before it too
-	cueRole           // (nameCues only) a role noun: weak, also before a comma ("the tenant, Jo Lee")
+	cueNone     nameCue = iota
+	cueGiven            // "to", "with", "from", "for", "by": a listed given name alone
+	cueWeak             // a verb or role that takes a person: a given name or surname alone, or two name words
+	cueStrong           // a greeting, a thanks, "cc", a signature: any name word alone
+	cuePrev             // (nameCues only) a preposition: look at the word before it too
+	cueRole             // (nameCues only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
+	cueGreeting         // (nameCues only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
+	cueCopy             // (nameCues only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
 )
 
 // nameCues are the words (and two-word phrases, for the prepositions
@@ -795,9 +798,10 @@ var nameCues = func() map[string]nameCue {
 			}
 		}
 	}
-	add(cueStrong, `dear, dearest, hi, hello, hey, hiya, bonjour, bonsoir, salut, coucou, cher, chère, chers, chères,
-		hola, ciao, hallo, hej, liebe, lieber, querida, querido, cara, caro, cc, bcc, thanks, thx, merci, gracias,
-		grazie, danke, good morning, good afternoon, good evening, thank you, many thanks`)
+	add(cueGreeting, `dear, dearest, hi, hello, hey, hiya, bonjour, bonsoir, salut, coucou, cher, chère, chers, chères,
+		hola, ciao, hallo, hej, liebe, lieber, querida, querido, cara, caro, good morning, good afternoon, good evening`)
+	add(cueStrong, `thanks, thx, merci, gracias, grazie, danke, thank you, many thanks`)
+	add(cueCopy, `cc, bcc`)
 	add(cueWeak, `ask, asked, asking, tell, told, remind, reminded, ping, pinged, email, emailed, message, messaged,
 		text, texted, call, invite, invited, meet, met, hire, hired, interviewed, recommended, recommend, welcome,
 		welcomed, thank, thanked, congratulate, congrats, owe, introduce, introduced, selon, demande, demandez,
@@ -893,23 +897,50 @@ func nameCueBefore(text []byte, i int) nameCue {
 	}
 	var buf [40]byte
 	c := nameCues[string(lowerName(buf[:0], text[k:j]))]
+	ps := k // where the cue phrase starts
 	if c == cuePrev {
 		c = cueGiven
 		if k >= 2 && text[k-1] == ' ' {
 			if k0 := lettersBefore(text, k-1, 16); k0 < k-1 && (k0 == 0 || !nameLetter(text[k0-1])) {
 				if c2 := nameCues[string(lowerName(buf[:0], text[k0:j]))]; c2 != cueNone {
-					c = c2
+					c, ps = c2, k0
 				}
 			}
 		}
 	}
 	switch {
-	case c == cueRole && punct != ':':
-		return cueWeak // a form label and its colon are afterNameField's
+	case c == cueGreeting:
+		if !isUpper(text[ps]) && !(text[ps] == 0xC3 && ps+1 < len(text) && text[ps+1] < 0xA0) {
+			return cueNone
+		}
+		c = cueStrong
+	case c == cueRole && (punct == ':' || isUpper(text[k])):
+		return cueNone // a form label and its colon are afterNameField's; "Supervisor Memory-Management" is a heading
+	case c == cueRole:
+		return cueWeak
+	case c == cueCopy:
+		return cueWeak
 	case punct != 0 && c != cueStrong:
 		return cueNone
+	case c == cueWeak && (isUpper(text[ps]) || text[ps] == 0xC3) && !sentenceStart(text, ps):
+		return cueNone // a capitalised verb inside a title: "Message Authentication Code", "System Call Vectored"
 	}
 	return c
+}
+
+// sentenceStart reports whether text[i] starts a line or a sentence.
+func sentenceStart(text []byte, i int) bool {
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
+		i--
+	}
+	if i == 0 {
+		return true
+	}
+	switch text[i-1] {
+	case '\n', '\r', '.', '!', '?', '"', '(', '>', ':', ';':
+		return true
+	}
+	return false
 }
 
 // cueBoundary reports whether b may precede a cue word: white space, an
