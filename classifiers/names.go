@@ -532,9 +532,10 @@ func nameStartMask(x, prev uint64) uint64 {
 // nameWord is a word read by readNameWord.
 type nameWord struct {
 	start, end int
-	upper      bool // starts with an upper-case letter
-	allUpper   bool // every letter upper case (RENAUD)
-	initial    bool // a single upper-case letter followed by '.' (end includes it)
+	upper      bool     // starts with an upper-case letter
+	allUpper   bool     // every letter upper case (RENAUD)
+	initial    bool     // a single upper-case letter followed by '.' (end includes it)
+	k          nameKind // its kind, when namePart returned it (nameNone otherwise)
 }
 
 // letterAt returns the length of the letter at text[i] (1 or 2 bytes, 0 if
@@ -745,7 +746,7 @@ func (st *scanState) nameAt(i int) int {
 // another capitalised word follows it, or a strong cue precedes it.
 func nameMaybe(text []byte, i, j int) bool {
 	if !(text[j] == ' ' && j+1 < len(text) && (isUpper(text[j+1]) || text[j+1] >= 0xC3 && text[j+1] <= 0xC5)) {
-		return nameCueBefore(text, i) == cueStrong
+		return mayStrongCue(text, i) && nameCueBefore(text, i) == cueStrong
 	}
 	// Two capitalised words ("Quarterly Review", "Chidi Okonkwo"): a
 	// name if the second may be a surname (its nameFilter bit is set), or
@@ -829,27 +830,75 @@ var nameCues = func() map[string]nameCue {
 	return m
 }()
 
-// wordEnds returns, for each ASCII byte b, bit n set when a word of ws
-// (or the last word of a phrase) has n bytes and ends in b (lower case):
-// a word that fails the table is not looked up in the map. Words ending
-// in a multi-byte letter are always looked up.
-func wordEnds[V any](ws map[string]V) (t [128]uint32) {
+// wordBloom is a 4096-bit filter of the words of a map (for a phrase, its
+// last word) keyed by their length and their first and last bytes, lower
+// case: a word whose bit is clear is not looked up in the map.
+type wordBloom [64]uint64
+
+// bloomKey is w's bit in a wordBloom; w holds ASCII-folded bytes (a
+// multi-byte letter's bytes as they are: "chère" and "CHÈRE" differ, and
+// wordBloom holds both).
+func bloomKey(n int, first, last byte) uint32 {
+	return (uint32(n)*0x9E3779B1 ^ uint32(first|0x20)*0x85EBCA77 ^ uint32(last|0x20)*0xC2B2AE3D) >> 20
+}
+
+func newWordBloom[V any](ws map[string]V) *wordBloom {
+	var t wordBloom
 	for w := range ws {
 		if sp := strings.LastIndexByte(w, ' '); sp >= 0 {
 			w = w[sp+1:]
 		}
-		if c := w[len(w)-1]; c < utf8.RuneSelf && len(w) < 32 {
-			t[c] |= 1 << len(w)
+		for _, v := range []string{w, strings.ToUpper(w)} {
+			h := bloomKey(len(v), v[0], v[len(v)-1])
+			t[h>>6] |= 1 << (h & 63)
 		}
 	}
-	return t
+	return &t
 }
 
-// Tables of wordEnds (read only).
+// has reports whether w may be a word of the map.
+func (t *wordBloom) has(w []byte) bool {
+	h := bloomKey(len(w), w[0], w[len(w)-1])
+	return t[h>>6]&(1<<(h&63)) != 0
+}
+
+// Filters of nameCues, of its strong cues and greetings, and of nameVerbs
+// (read only).
 var (
-	nameCueEnds  = wordEnds(nameCues)
-	nameVerbEnds = wordEnds(nameVerbs)
+	nameCueBloom    = newWordBloom(nameCues)
+	nameStrongBloom = func() *wordBloom {
+		m := map[string]nameCue{}
+		for w, c := range nameCues {
+			if c == cueStrong || c == cueGreeting {
+				m[w] = c
+			}
+		}
+		return newWordBloom(m)
+	}()
+	nameVerbBloom = newWordBloom(nameVerbs)
 )
+
+// mayStrongCue is a quick test before nameCueBefore(text, i) ==
+// cueStrong: false when the word before text[i] cannot end a strong cue.
+func mayStrongCue(text []byte, i int) bool {
+	if i < 2 {
+		return false
+	}
+	switch text[i-1] {
+	case '\n':
+		return true
+	case ' ':
+	default:
+		return false
+	}
+	j := i - 1
+	switch p := text[j-1]; {
+	case p == ',' || p == ':' || p == '-' || p >= utf8.RuneSelf:
+		return true // after punctuation or a dash: nameCueBefore decides
+	}
+	k := lettersBefore(text, j, 16)
+	return k < j && nameStrongBloom.has(text[k:j])
+}
 
 // nameClosings end the line before a signature ("Best regards,\nAnna").
 // Lower case: the last word before the comma.
@@ -892,7 +941,7 @@ func nameCueBefore(text []byte, i int) nameCue {
 	if k == j || k > 0 && !cueBoundary(text[k-1]) {
 		return cueNone
 	}
-	if last := text[j-1]; last < utf8.RuneSelf && nameCueEnds[last|0x20]&(1<<(j-k)) == 0 {
+	if !nameCueBloom.has(text[k:j]) {
 		return cueNone
 	}
 	var buf [40]byte
@@ -1037,7 +1086,7 @@ func personAfter(text []byte, e int) bool {
 	for k < len(rest) && rest[k]-'a' < 26 {
 		k++
 	}
-	if k-1 >= 32 || nameVerbEnds[rest[k-1]]&(1<<(k-1)) == 0 {
+	if k == 1 || !nameVerbBloom.has(rest[1:k]) {
 		return false
 	}
 	return nameVerbs[string(rest[1:k])]
@@ -1072,13 +1121,13 @@ func (st *scanState) nameFromContext(d *detector, w nameWord, k nameKind, buf *[
 	if w2.initial {
 		return w.end
 	}
-	k2 := w2.kind(text, buf)
+	k2 := w2.k
 	if k2 == nameGiven && k != nameSurname {
 		return w.end // "Yesterday Emily Carter": the name starts at the given name
 	}
 	last, kl := w2, k2
 	if w3, ok := st.namePart(w2.end, buf); ok && !w3.initial {
-		last, kl = w3, w3.kind(text, buf)
+		last, kl = w3, w3.k
 	}
 	if k == nameSurname && k2 == nameGiven {
 		st.emitName(d, w.start, last.end, 0.7) // surname first: "Zhang Wei", "MÜLLER Tobias"
@@ -1129,7 +1178,7 @@ func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
 		if w.end-w.start == 1 {
 			return nameWord{}, false // a lone capital: Gen Z, Plan B
 		}
-		if k := w.kind(text, buf); k == nameStop || k == nameTitle {
+		if w.k = w.kind(text, buf); w.k == nameStop || w.k == nameTitle {
 			return nameWord{}, false
 		}
 		if from >= 0 {

@@ -14,24 +14,21 @@ import (
 var (
 	ctxPhone = []string{"phone", "tel", "tél", "telephone", "téléphone", "mobile", "portable", "cell", "fax",
 		"call", "appeler", "appelez", "joindre", "contact", "whatsapp", "telefon", "teléfono", "telefono", "numéro", "number",
-		"reach", "ring me", "text me", "landline", "direct line", "extension", "ext.", "rufen", "anrufen", "llám", "llama",
-		"chiama"}
+		"reach", "ring me", "text me", "rufen"}
 	ctxCard = []string{"card", "carte", "credit", "crédit", "visa", "mastercard", "amex", "cb ", "payment",
 		"paiement", "pan", "karte", "tarjeta", "carta"}
-	ctxIBAN   = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
-	ctxSSN    = []string{"ssn", "social security", "social sec", "taxpayer"}
-	ctxNIR    = []string{"nir", "sécurité sociale", "securite sociale", "sécu", "secu", "insee", "social security", "numéro de sécurité"}
-	ctxSIREN  = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
-	ctxSIRET  = []string{"siret", "établissement", "etablissement"}
-	ctxNINO   = []string{"national insurance", "nino", "ni number", "ni no"}
-	ctxNHS    = []string{"nhs", "patient", "health service"}
-	ctxDNI    = []string{"dni", "nie", "documento", "identidad", "nif"}
-	ctxCIF    = []string{"cif", "nif", "empresa", "sociedad", "razón social", "razon social"}
-	ctxCF     = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
-	ctxBSN    = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
-	ctxIP     = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
-	ctxPrivIP = []string{"ip", "address", "adresse", "host", "server", "serveur", "gateway", "passerelle", "subnet", "lan", "vpn",
-		"intranet", "dns", "router", "routeur", "interface", "inet"}
+	ctxIBAN  = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
+	ctxSSN   = []string{"ssn", "social security", "social sec", "taxpayer"}
+	ctxNIR   = []string{"nir", "sécurité sociale", "securite sociale", "sécu", "secu", "insee", "social security", "numéro de sécurité"}
+	ctxSIREN = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
+	ctxSIRET = []string{"siret", "établissement", "etablissement"}
+	ctxNINO  = []string{"national insurance", "nino", "ni number", "ni no"}
+	ctxNHS   = []string{"nhs", "patient"}
+	ctxDNI   = []string{"dni", "nie", "documento", "identidad", "nif"}
+	ctxCIF   = []string{"cif", "nif"}
+	ctxCF    = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
+	ctxBSN   = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
+	ctxIP    = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
 	ctxEmail = []string{"email", "e-mail", "mail", "courriel", "contact", "adresse", "address", "to:", "from:", "cc:"}
 	ctxWal   = []string{"wallet", "portefeuille", "bitcoin", "btc", "ethereum", "eth", "address", "adresse", "send", "envoyer"}
 )
@@ -53,7 +50,7 @@ func piiDetectors() []*detector {
 		{id: "pii.it_fiscal_code", cat: CategoryPII, desc: "Italian codice fiscale (shape and check character)", glued: true, gate: numGate{minDigits: 2, firstLens: 1 << 2, upperBefore: true}, numeric: cfNumeric, context: ctxCF},
 		{id: "pii.nl_bsn", cat: CategoryPII, desc: "Dutch BSN (11-proof; needs a context word such as BSN)", gate: numGate{minDigits: 9}, numeric: bsnNumeric, context: ctxBSN},
 		{id: "pii.ip_address", cat: CategoryPII, desc: "Public IPv4/IPv6 address (net/netip; private, loopback, link-local, multicast and documentation ranges excluded)", gate: numGate{minDigits: 4, minGroups: 4}, numeric: ipv4Numeric, context: ctxIP},
-		{id: "pii.private_ip", cat: CategoryPII, desc: "Internal IPv4/IPv6 address: private (RFC 1918, IPv6 unique local fc00::/7) or link-local (169.254/16, fe80::/10); loopback, CGNAT and documentation ranges excluded", gate: numGate{minDigits: 4, minGroups: 4}, numeric: privateIPv4Numeric, context: ctxPrivIP},
+		{id: "pii.private_ip", cat: CategoryPII, desc: "Internal IPv4/IPv6 address: private (RFC 1918, IPv6 unique local fc00::/7) or link-local (169.254/16, fe80::/10); loopback, CGNAT and documentation ranges excluded", gate: numGate{minDigits: 4, minGroups: 4}, numeric: privateIPv4Numeric, context: ctxIP},
 		{id: "pii.crypto_wallet", cat: CategoryPII, desc: "Bitcoin address (base58check, bech32/bech32m) or Ethereum address (EIP-55 checksum when mixed case)", gate: numGate{alphaAfter: true, notGlued: true}, numeric: walletNumeric,
 			keywords: []string{"bc1", "tb1"}, after: 90, window: bech32Window, context: ctxWal},
 		nameDetector(),
