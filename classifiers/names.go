@@ -120,7 +120,8 @@ siri alexa cortana windows linux android chrome firefox safari excel outlook gma
 java javascript america europe africa asia australia canada france germany spain italy china japan india brazil
 mexico london paris berlin madrid rome tokyo dublin lyon york texas california amsterdam brussels zurich geneva
 lisbon rotterdam frankfurt munich high low grand mount chancery customer go mundo monde welt mondo
-unicode standard markdown code command protocol specification format edition version release`
+unicode standard markdown code command protocol specification format edition version release
+value values type types error errors string int bool true false nil null func return struct`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
@@ -803,8 +804,8 @@ var nameCues = func() map[string]nameCue {
 		hola, ciao, hallo, hej, liebe, lieber, querida, querido, cara, caro, good morning, good afternoon, good evening`)
 	add(cueStrong, `thanks, thx, merci, gracias, grazie, danke, thank you, many thanks`)
 	add(cueCopy, `cc, bcc`)
-	add(cueWeak, `ask, asked, asking, tell, told, remind, reminded, ping, pinged, email, emailed, message, messaged,
-		text, texted, call, invite, invited, meet, met, hire, hired, interviewed, recommended, recommend, welcome,
+	add(cueWeak, `ask, asked, asking, tell, told, remind, reminded, ping, pinged, email, emailed, messaged,
+		texted, call, invite, invited, meet, met, hire, hired, interviewed, recommended, recommend, welcome,
 		welcomed, thank, thanked, congratulate, congrats, owe, introduce, introduced, selon, demande, demandez,
 		demander, appelle, appelez, appeler, contacte, contactez, contacter, rencontré, remercie, remercier,
 		according to, spoke to, speak to, talk to, talked to, talking to, sent to, send to, forward to, forwarded to,
