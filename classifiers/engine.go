@@ -433,7 +433,7 @@ func (st *scanState) anchors() {
 					}
 				}
 			}
-			if st.s.ipv6 != nil && j < n && text[j] == ':' {
+			if st.s.scanIPv6 && j < n && text[j] == ':' {
 				j = st.ipv6At(i)
 			}
 			i = j
@@ -443,7 +443,7 @@ func (st *scanState) anchors() {
 				st.emailAt(i)
 			}
 		case b == ':':
-			if st.s.ipv6 != nil && i+1 < n && (isHex(text[i+1]) || text[i+1] == ':') && (i == 0 || isHex(text[i-1]) || text[i-1] == ':') {
+			if st.s.scanIPv6 && i+1 < n && (isHex(text[i+1]) || text[i+1] == ':') && (i == 0 || isHex(text[i-1]) || text[i-1] == ':') {
 				i = st.ipv6At(i)
 				continue
 			}

@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// Person names. A name is found from what surrounds it, never from a list of
-// people:
+// Person names. A name is found from what surrounds it and from lists of
+// common given names and surnames, never from a list of people:
 //
 //   - a courtesy or professional title followed by one to three capitalised
 //     name words: "Dr Oliver Renaud", "Mme Delacroix", "Prof. J. van Dijk"
@@ -18,9 +18,19 @@ import (
 //     words: "Amélie Fontaine", "Jean-Pierre K. Martin", "Ludwig van
 //     Beethoven";
 //   - a common given name right after a surname in capitals, as French
-//     lists and forms write them: "DUPONT Jean";
+//     lists and forms write them: "DUPONT Jean"; a listed surname before a
+//     given name: "Zhang Wei";
+//   - a capitalised word followed by a common surname: "Ottoline Okonkwo";
 //   - two capitalised name words after a form label and its colon, whatever
-//     the given name: "Employee: Jordan Lee".
+//     the given name: "Employee: Jordan Lee";
+//   - two or three name words after a cue, a verb or role that takes a
+//     person ("I spoke to X Y", "met with X Y", "my manager X Y", "signed
+//     by X Y"), or before a verb only people take ("X Y said", "X Y, who");
+//   - a name word alone after a strong cue: a greeting ("Dear X,", "Hi X",
+//     "Bonjour X"), thanks ("Thanks, X"), "cc X", a signature ("Regards,\nX",
+//     "— X"); a listed given name or surname alone after a request ("ask
+//     X", "call X", "according to X"); a listed given name alone after
+//     "to", "with", "by", "from" or "for".
 //
 // A doctorate's field between title and name is skipped ("Dr. med.
 // Weber"). A name right after a street, school or place word is the
@@ -31,13 +41,15 @@ import (
 // Extended-A) and goes on with letters, joined by '-' or by an apostrophe
 // before an upper-case letter (O'Brien). Words that end a name rather than
 // continue it (articles, pronouns, weekdays, months, street and company
-// words, offices and job titles, institutions) are never name words, so
-// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager" and
-// "the Christian Democratic Party" are not names; a title may follow a
-// title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given names
-// that are also everyday English words (Will, May, Mark, Grace...) are not
-// in the list, so they need a title. A lone given name is not reported:
-// it identifies no one.
+// words, offices and job titles, institutions, sentence-opening adverbs,
+// teams, products, countries and large cities) are never name words, so
+// "Hugo Street", "Victor Inc", "Monsieur le Directeur", "Sr. Manager",
+// "Hi Team" and "the Christian Democratic Party" are not names; a title may
+// follow a title ("Herr Doktor Müller", "Prof. Dr. Anna Schmidt"); given
+// names and surnames that are also everyday English words (Will, May,
+// Mark, Grace, Brown, Young) are not in the lists, so they need a title or
+// a cue. A lone name word without a cue is not reported: it identifies no
+// one.
 //
 // The value hashed is the name in lower case with single spaces, so the same
 // name written with a title, without one, or in capitals has one hash.
@@ -46,10 +58,11 @@ import (
 type nameKind uint8
 
 const (
-	nameNone  nameKind = iota
-	nameGiven          // a common given name
-	nameTitle          // a title that precedes a name
-	nameStop           // a word that is never part of a name
+	nameNone    nameKind = iota
+	nameGiven            // a common given name
+	nameTitle            // a title that precedes a name
+	nameStop             // a word that is never part of a name
+	nameSurname          // a common surname
 )
 
 // titles precede a name (with or without a period). Lower case.
@@ -92,7 +105,23 @@ cathedral museum library stadium theatre theater fund trust capital ventures pre
 river garden gardens line lines film films pictures studio studios records productions games jacket jackets gems
 language programming island islands lake bay valley hill hills mountain mountains beach coast forest sea ocean
 canyon creek springs lodge hotel hotels restaurant cafe café bar grill pizza kitchen bakery brasserie boutique
-airlines airways motors cars foods wines spirits fashion cosmetics jewelry pharma labs festival show tour cup`
+airlines airways motors cars foods wines spirits fashion cosmetics jewelry pharma labs festival show tour cup
+yesterday today tomorrow tonight however meanwhile also then now later last next please finally recently sadly
+luckily unfortunately fortunately instead perhaps maybe still yet even just only first second third again once since
+until unless although though because while whereas if as here there thus hence therefore overall currently
+initially eventually otherwise anyway besides furthermore moreover additionally nevertheless regardless indeed
+actually basically generally usually often sometimes always never soon already good happy merry welcome
+everyone everybody anyone someone nobody teams folks guys world sir madam customers member members client clients
+user users colleague colleagues partner friend friends valued beaucoup tous toutes legal finance sales marketing
+support security engineering accounts payable receivable payroll admin helpdesk service operations ops management
+product products platform cloud google microsoft apple amazon meta facebook netflix oracle ibm intel nvidia openai
+anthropic slack zoom github gitlab jira confluence salesforce sap adobe uber tesla twitter linkedin youtube whatsapp
+siri alexa cortana windows linux android chrome firefox safari excel outlook gmail azure docker kubernetes python
+java javascript america europe africa asia australia canada france germany spain italy china japan india brazil
+mexico london paris berlin madrid rome tokyo dublin lyon york texas california amsterdam brussels zurich geneva
+lisbon rotterdam frankfurt munich high low grand mount chancery customer go mundo monde welt mondo
+unicode standard markdown code command protocol specification format edition version release
+value values type types error errors string int bool true false nil null func return struct`
 
 // nameGivens are common given names in the languages aishield's other
 // detectors cover (English, French, German, Spanish, Italian, Dutch) and
@@ -159,6 +188,131 @@ lars anders erik magnus nils johan karin ingrid astrid sigrid freja søren soren
 sean liam niamh aoife siobhan ciaran declan eoin padraig
 `
 
+// nameGivensMore are given names common in the countries aishield's users
+// write from that the list above leaves out: African, Arabic, South and
+// East Asian, Turkish, Persian, Slavic, Nordic, Greek, Portuguese, Hebrew,
+// Hungarian and Czech names (written for this detector from the
+// frequency tables national statistics offices publish; everyday English
+// words left out, as above).
+const nameGivensMore = `
+chidi chinedu chiamaka chioma ngozi emeka ifeoma ifeanyi obinna uchenna nnamdi adaeze oluwaseun olumide babatunde
+tunde ayodele folake funmilayo yetunde kehinde taiwo temitope bukola kwame kofi kwesi kojo akosua abena adwoa yaw
+kwabena efua wanjiru wambui njeri otieno odhiambo achieng amara thandiwe thabo sipho bongani lerato nomvula themba
+zanele ayanda aisha ayesha farida nour noor layla laila leyla hana dalia yasmin zainab mariam maryam huda faisal
+hamid jamal rashid saif zaid ziad anwar amir amira rami fadi ghassan hadi majid aarav vivaan aditya ravi ramesh
+suresh mahesh rajesh dinesh ganesh naresh mukesh manoj vijay ajay anil sunil kiran deepa deepika divya kavya
+lakshmi meera nisha rekha sneha swati shreya aishwarya ishaan karthik krishna siddharth varun nikhil abhishek
+akash harish prakash venkat srinivas farhan zara fahad usman xiaoming xiaoli xiaohong jie ying fang ling mei
+jian qiang chao haoran zihan yuxuan yiming zhiwei aiko akira daiki haruka hina kaito kazuki keiko kenta makoto
+naoki riku satoshi shota takumi yuna yuto minjun seoyeon jiwoo jiho jihoon jisoo minseo seojun doyun jiyeon eunji
+hyejin taehyun linh minh thanh huong duc trang phuong quang hieu tuan mehmet ahmet hüseyin huseyin murat emre
+burak cem elif zeynep ayşe ayse fatma emine esra selin büşra busra merve ebru hakan serkan onur ozan kerem
+baris barış reza shirin dariush parisa arash babak farhad mahsa neda roya kian navid pawel paweł michal michał
+marcin łukasz lukasz bartosz kamil jakub mateusz wojciech jacek grzegorz dariusz zbigniew ewa joanna justyna
+karolina aleksandra dorota beata oksana olena yulia iryna vladimir andrei andrey sergey mikhail yuri igor oleg
+pavel bogdan jovan dragan nikola marko milena jelena dragana vesna mikko aino juha jukka matti pekka timo antti
+sanna liisa elina leena björn bjorn gunnar henrik ole olav kari annika malin linnea ebba nikos yannis giannis
+dimitris kostas georgios eleni katerina ioanna despina joão joao tiago thiago rui duarte gonçalo goncalo
+mariana leonor matilde rafaela camila fernanda gabriela larissa bruna noa yossi avi moshe yael tamar shira eitan
+itai noam zsófia zsofia zoltán zoltan lászló laszlo istván istvan gábor gabor eszter katalin jiří jiri petr
+tomáš jana tereza ciara saoirse orla cian oisín oisin ronan darragh conor tariq yusuf
+`
+
+// nameSurnames are common surnames of the same origins, from the
+// frequency lists national statistics offices publish (written for this
+// detector; surnames that are everyday English words, such as Brown,
+// White, Young or Baker, are left out). After a capitalised word that is
+// not a stop word, a surname makes a name: "Chidi Okonkwo", "Seoyeon
+// Choi".
+const nameSurnames = `
+smith jones williams taylor davies evans roberts walker wright robinson thompson hughes edwards lewis harris
+clarke clark jackson morris moore harrison phillips watson davis bennett griffiths mitchell richardson bailey
+collins shaw murphy miller richards khan marshall anderson simpson ellis adams wilson foster johnson garcia
+rodriguez martinez hernandez lopez gonzalez perez sanchez ramirez torres nguyen flores nelson rivera campbell
+bernard dubois petit durand leroy moreau lefebvre bertrand roux fournier morel girard lefevre lefèvre mercier
+dupont lambert bonnet legrand garnier faure rousseau guerin guérin muller roussel perrin morin gauthier
+dumont fontaine chevalier masson boyer lemaire duval joly gautier roche meunier dufour blanchard barbier brun
+dumas brunet schmitt leroux fernandez marchand
+müller schmidt schneider fischer weber meyer wagner becker schulz hoffmann schäfer schafer koch bauer richter
+schröder schroder neumann schwarz zimmermann krüger kruger hofmann hartmann lange werner schmitz krause meier
+lehmann schmid schulze maier köhler kohler herrmann huber kaiser fuchs scholz möller moller weiß weiss schubert
+vogel keller günther gunther berger winkler baumann franke albrecht schuster böhm bohm schumacher krämer kramer
+vogt jäger jager seidel brandt haas schreiber dietrich ziegler kuhn kühn pohl bergmann voigt pfeiffer
+garcía gonzález rodríguez fernández lópez martínez sánchez pérez gómez gomez jiménez jimenez ruiz hernández díaz
+diaz moreno muñoz munoz álvarez alvarez romero alonso gutiérrez gutierrez navarro domínguez dominguez vázquez
+vazquez ramos ramírez serrano molina morales suárez suarez ortega delgado castro ortiz rubio marín marin sanz
+núñez nunez iglesias medina garrido cortés cortes castillo santos lozano guerrero cano prieto méndez mendez
+cruz calvo gallego herrera márquez marquez peña pena cabrera vega fuentes carrasco reyes caballero aguilar
+santana herrero montero hidalgo giménez gimenez ibáñez ibanez ferrer durán duran benítez benitez vargas
+salazar rojas velasco castellanos
+rossi russo ferrari esposito bianchi romano colombo ricci marino greco gallo conti costa giordano mancini rizzo
+lombardi moretti barbieri santoro mariani rinaldi caruso ferrara galli martini leone gentile martinelli vitale
+lombardo coppola marchetti parisi ferraro fabbri marini grasso valentini messina gatti pellegrini palumbo
+farina rizzi monti cattaneo
+jansen janssen visser smit meijer mulder bos hendriks dekker brouwer dijkstra smits bakker vries jong boer
+groot dijk leeuwen
+nowak kowalski kowalska wiśniewski wisniewski wiśniewska wójcik wojcik kowalczyk kamiński kaminski lewandowski
+lewandowska zieliński zielinski szymański szymanski woźniak wozniak dąbrowski dabrowski kozłowski kozlowski
+jankowski mazur kwiatkowski wojciechowski krawczyk kaczmarek piotrowski grabowski zając zajac pawłowski
+pawlowski michalski wieczorek jabłoński jablonski wróbel wrobel majewski olszewski malinowski jaworski adamczyk
+dudek nowicki pawlak górski gorski witkowski walczak sikora baran rutkowski michalak szewczyk ostrowski
+tomaszewski pietrzak marciniak zalewski jakubowski jasiński jasinski zawadzki sadowski chmielewski czarnecki
+sawicki sokołowski sokolowski
+ivanov ivanova smirnov smirnova kuznetsov kuznetsova popov popova vasiliev petrov petrova sokolov sokolova
+mikhailov novikov novikova fedorov morozov morozova volkov volkova alekseev lebedev lebedeva semenov egorov
+pavlov pavlova kozlov kozlova stepanov nikolaev orlov orlova andreev makarov nikitin zakharov zaitsev
+solovyov borisov yakovlev grigoriev romanov vorobyov sergeev kuzmin frolov dmitriev korolev gusev kiselev
+maksimov polyakov sorokin vinogradov kovalev belov medvedev antonov tarasov zhukov baranov filippov
+shevchenko kovalenko bondarenko tkachenko kravchenko kovalchuk oliynyk shevchuk polishchuk boyko melnyk lysenko
+marchenko rudenko savchenko petrenko
+okafor okonkwo okoro nwosu adeyemi adebayo balogun bakare ogunleye adewale afolabi olawale okeke chukwu
+abubakar bello danjuma mensah boateng asante owusu osei appiah agyeman darko amoah acheampong ofori addo kamau
+odhiambo wanjiku mwangi kariuki njoroge ochieng omondi mutua kiprop cheruiyot ndlovu dlamini nkosi khumalo
+mokoena mahlangu sithole
+sharma verma gupta singh kumar patel shah mehta iyer iyengar nair menon pillai reddy rao naidu chowdhury
+choudhury banerjee chatterjee mukherjee bose dutta ghosh kulkarni deshpande joshi patil agarwal aggarwal bansal
+malhotra kapoor khanna chopra bhatia arora sethi ahuja saxena srivastava mishra tiwari pandey dubey tripathi
+yadav thakur chauhan rajput raman krishnan subramanian venkatesh ramachandran natarajan sundaram bhat hegde
+shetty kamath desai trivedi parikh qureshi siddiqui ansari sheikh akhtar chaudhry javed hossain alam miah begum
+uddin
+wang zhang liu chen yang huang zhao zhou xu zhu guo luo zheng liang xie deng cao peng zeng xiao tian dong yuan
+cai jiang cheng ren shen yao cui zhong liao jia xia zou xiong qin qiu hou xue wong cheung leung lau yip chow
+tsang kwok
+sato suzuki takahashi tanaka watanabe ito yamamoto nakamura kobayashi kato yoshida yamada sasaki yamaguchi
+matsumoto inoue kimura hayashi shimizu yamazaki ikeda hashimoto yamashita ishikawa nakajima maeda fujita ogawa
+goto okada hasegawa murakami kondo ishii saito sakamoto endo aoki fujii nishimura fukuda miura fujiwara okamoto
+matsuda nakagawa nakano harada tamura takeuchi kaneko wada nakayama ishida ueda morita shibata sakai kudo
+yokoyama miyazaki miyamoto
+kim choi jung jeong kang cho yoon jang lim seo shin kwon hwang ahn jeon hong moon bae baek heo yoo ryu
+pham tran hoang huynh phan dang bui ngo duong
+haddad nasser khoury mansour abdullah saleh salem khalil hamdan jaber darwish awad najjar sabbagh aziz
+hakimi amrani bennani alaoui idrissi tazi berrada belkacem bouzid benjelloun cherkaoui mahmoud abbas qasim
+yılmaz yilmaz kaya demir şahin sahin çelik celik yıldız yildiz yıldırım yildirim öztürk ozturk aydın aydin
+özdemir ozdemir arslan doğan dogan kılıç kilic aslan çetin cetin koç koc özkan ozkan şimşek simsek polat
+erdoğan erdogan
+ahmadi hosseini mohammadi rezaei moradi karimi jafari rahimi hashemi mousavi tehrani kazemi sadeghi ghasemi
+heidari
+papadopoulos papadakis georgiou nikolaou christodoulou ioannou papageorgiou konstantinou dimitriou vasileiou
+oikonomou makris antoniou
+silva oliveira souza sousa rodrigues ferreira alves pereira lima gomes ribeiro martins carvalho almeida lopes
+soares fernandes vieira barbosa rocha dias nascimento andrade moreira nunes marques machado mendes freitas
+cardoso gonçalves goncalves teixeira araújo araujo pinto correia cavalcanti monteiro moura
+johansson andersson karlsson nilsson eriksson larsson olsson persson svensson gustafsson pettersson jonsson
+hansson bengtsson hansen johansen olsen larsen andersen pedersen nielsen kristiansen jensen halvorsen haugen
+hagen virtanen korhonen mäkinen makinen nieminen mäkelä makela hämäläinen hamalainen laine heikkinen koskinen
+järvinen jarvinen lehtonen lehtinen saarinen salminen heinonen niemi
+o'sullivan walsh o'brien byrne o'connor o'neill o'reilly doyle mccarthy gallagher o'doherty kennedy lynch murray
+quinn connolly daly o'connell dunne brennan burke johnston fitzgerald maguire nolan flynn o'callaghan o'donnell
+duffy mahony boyle healy o'shea sweeney kavanagh mcgrath moran brady casey foley fitzpatrick o'leary mcdonald
+macdonald mackenzie robertson macleod
+cohen levi levy mizrahi peretz biton dahan friedman katz azoulay
+nagy kovács kovacs tóth toth szabó szabo horváth horvath varga molnár molnar németh nemeth farkas balogh novák
+novak svoboda svobodová svobodova novotný novotny novotná novotna dvořák dvorak dvořáková černý cerny procházka
+prochazka kučera kucera veselý vesely horák horak
+bautista ocampo mendoza villanueva aquino mercado
+popescu ionescu dumitru stoica gheorghe ciobanu
+`
+
 // nameWords is the lookup table: a capitalised word in lower case to its
 // kind. Built once; read only.
 var nameWords = func() map[string]nameKind {
@@ -166,9 +320,14 @@ var nameWords = func() map[string]nameKind {
 	for _, w := range strings.Fields(nameStops) {
 		m[w] = nameStop
 	}
-	for _, w := range strings.Fields(nameGivens) {
+	for _, w := range strings.Fields(nameGivens + nameGivensMore) {
 		if m[w] == nameNone {
 			m[w] = nameGiven
+		}
+	}
+	for _, w := range strings.Fields(nameSurnames) {
+		if m[w] == nameNone {
+			m[w] = nameSurname
 		}
 	}
 	for _, w := range strings.Fields(nameTitles) {
@@ -177,14 +336,15 @@ var nameWords = func() map[string]nameKind {
 	return m
 }()
 
-// nameFilter has bit nameKey(w) set for every ASCII given name and
-// title w: a capitalised word whose bit is clear is passed over without
-// being read or looked up (some 700 words set about 1% of the bits, so
-// about 1% of other words are read in vain).
+// nameFilter has bit nameKey(w) set for every ASCII given name, surname
+// and title w: a capitalised word whose bit is clear is passed over
+// without being read or looked up, unless nameMaybe says it may still
+// start a name (some 2,000 words set about 3% of the bits, so about 3% of
+// other words are read in vain).
 var nameFilter = func() (t [1 << 10]uint64) {
 	var pad [24]byte
 	for w, k := range nameWords {
-		if k != nameGiven && k != nameTitle {
+		if k != nameGiven && k != nameTitle && k != nameSurname {
 			continue
 		}
 		ascii := true
@@ -298,7 +458,7 @@ func lettersBefore(text []byte, end, limit int) int {
 
 func nameDetector() *detector {
 	return &detector{id: "pii.person_name", cat: CategoryPII,
-		desc: "Person name: a title followed by capitalised name words (Dr, Mme, Herr...), a common given name with a surname (after it, or before it in capitals), or two name words after a form label (Employee:, Nom :)",
+		desc: "Person name: a title followed by capitalised name words (Dr, Mme, Herr...), a common given name with a surname (after it, or before it in capitals), a common surname after a name word, two name words after a form label (Employee:, Nom :), after a cue (ask, spoke to, met with, my manager) or before a verb only people take (said, wrote); a name alone after a greeting, thanks, cc or a signature (Dear Tomasz, Thanks Hugo, a closing line then Ana), or a listed name after a request (ask Maria)",
 		mask: maskName}
 }
 
@@ -373,9 +533,10 @@ func nameStartMask(x, prev uint64) uint64 {
 // nameWord is a word read by readNameWord.
 type nameWord struct {
 	start, end int
-	upper      bool // starts with an upper-case letter
-	allUpper   bool // every letter upper case (RENAUD)
-	initial    bool // a single upper-case letter followed by '.' (end includes it)
+	upper      bool     // starts with an upper-case letter
+	allUpper   bool     // every letter upper case (RENAUD)
+	initial    bool     // a single upper-case letter followed by '.' (end includes it)
+	k          nameKind // its kind, when namePart returned it (nameNone otherwise)
 }
 
 // letterAt returns the length of the letter at text[i] (1 or 2 bytes, 0 if
@@ -560,7 +721,7 @@ func (st *scanState) nameAt(i int) int {
 			return j // longer than any given name or title
 		}
 		if e := text[j]; e < utf8.RuneSelf && e != '-' && e != '\'' {
-			if isDigit(e) || e == '_' || nameFilter[h>>6]&(1<<(h&63)) == 0 && !afterNameField(text, i) {
+			if isDigit(e) || e == '_' || nameFilter[h>>6]&(1<<(h&63)) == 0 && !afterNameField(text, i) && !nameMaybe(text, i, j) {
 				return j
 			}
 		}
@@ -575,6 +736,407 @@ func (st *scanState) nameAt(i int) int {
 		return st.nameAfterTitle(st.s.names, w, &buf)
 	case k == nameGiven, k == nameNone && afterNameField(text, i):
 		return st.nameFromGiven(st.s.names, w, &buf)
+	case k == nameNone, k == nameSurname:
+		return st.nameFromContext(st.s.names, w, k, &buf)
+	}
+	return w.end
+}
+
+// nameMaybe reports whether the capitalised ASCII word text[i:j], which is
+// neither a given name, a surname nor a title, may still start a name:
+// another capitalised word follows it, or a strong cue precedes it.
+func nameMaybe(text []byte, i, j int) bool {
+	if !(text[j] == ' ' && j+1 < len(text) && (isUpper(text[j+1]) || text[j+1] >= 0xC3 && text[j+1] <= 0xC5)) {
+		return mayStrongCue(text, i) && nameCueBefore(text, i) == cueStrong
+	}
+	// Two capitalised words ("Quarterly Review", "Chidi Okonkwo"): a
+	// name if the second may be a surname (its nameFilter bit is set), or
+	// if a cue precedes them or a verb only people take follows them
+	// (nameFromContext decides).
+	k := j + 1
+	if !isUpper(text[k]) || k+16 > len(text) {
+		return true
+	}
+	h, e := nameKey(text, k)
+	if h == 0 || nameFilter[h>>6]&(1<<(h&63)) != 0 || text[e] >= utf8.RuneSelf || text[e] == '-' || text[e] == '\'' {
+		return true
+	}
+	if nameCueBefore(text, i) >= cueWeak || personAfter(text, e) {
+		return true
+	}
+	// A third word: "Ana Lima Costa said".
+	if text[e] == ' ' && e+17 <= len(text) && isUpper(text[e+1]) {
+		if h3, e3 := nameKey(text, e+1); h3 != 0 && personAfter(text, e3) {
+			return true
+		}
+	}
+	return false
+}
+
+// nameCue is how strongly the words before a capitalised word say that a
+// person's name follows.
+type nameCue uint8
+
+const (
+	cueNone     nameCue = iota
+	cueGiven            // "to", "with", "from", "for", "by": a listed given name alone
+	cueWeak             // a verb or role that takes a person: a given name or surname alone, or two name words
+	cueStrong           // a greeting, a thanks, "cc", a signature: any name word alone
+	cuePrev             // (nameCues only) a preposition: look at the word before it too
+	cueRole             // (nameCues only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
+	cueGreeting         // (nameCues only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
+	cueCopy             // (nameCues only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
+)
+
+// nameCues are the words (and two-word phrases, for the prepositions
+// marked cuePrev) that say a person's name follows, in English, French,
+// German, Spanish and Italian. Lower case.
+var nameCues = func() map[string]nameCue {
+	m := map[string]nameCue{}
+	add := func(c nameCue, words string) {
+		for _, w := range strings.Split(words, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				m[w] = c
+			}
+		}
+	}
+	add(cueGreeting, `dear, dearest, hi, hello, hey, hiya, bonjour, bonsoir, salut, coucou, cher, chère, chers, chères,
+		hola, ciao, hallo, hej, liebe, lieber, querida, querido, cara, caro, good morning, good afternoon, good evening`)
+	add(cueStrong, `thanks, thx, merci, gracias, grazie, danke, thank you, many thanks`)
+	add(cueCopy, `cc, bcc`)
+	add(cueWeak, `ask, asked, asking, tell, told, remind, reminded, ping, pinged, email, emailed, messaged,
+		texted, call, invite, invited, meet, met, hire, hired, interviewed, recommended, recommend, welcome,
+		welcomed, thank, thanked, congratulate, congrats, owe, introduce, introduced, selon, demande, demandez,
+		demander, appelle, appelez, appeler, contacte, contactez, contacter, rencontré, remercie, remercier,
+		according to, spoke to, speak to, talk to, talked to, talking to, sent to, send to, forward to, forwarded to,
+		reply to, replied to, assigned to, belongs to, thanks to, went to, gave to, given to,
+		met with, meet with, meeting with, spoke with, speak with, talk with, talked with, chat with, chatted with,
+		check with, checked with, sync with, call with, lunch with, dinner with, coffee with, interview with,
+		appointment with, working with, worked with, work with,
+		signed by, written by, given by, taken by, approved by, sent by, presented by, reviewed by, led by,
+		prepared by, submitted by, reported by, authored by, edited by, translated by, founded by, hosted by,
+		chaired by, requested by, raised by, interviewed by, painted by, owned by, assigned by,
+		letter from, message from, email from, call from, note from, complaint from, request from, feedback from,
+		reply from, response from, visit from, help from, booked for, reserved for,
+		demande à, parlé à, écrit à, envoyé à, transmis à, réunion avec, rencontre avec, parlé avec, voir avec,
+		vu avec, déjeuner avec`)
+	add(cuePrev, `to, with, by, from, for, à, avec, you, morning, afternoon, evening`)
+	add(cueRole, `manager, accountant, neighbour, neighbor, colleague, coworker, boss, friend, wife, husband, partner,
+		son, daughter, brother, sister, mother, father, mom, mum, dad, uncle, aunt, cousin, lawyer, attorney,
+		doctor, nurse, dentist, teacher, student, customer, client, tenant, landlord, landlady, patient, employee,
+		contractor, candidate, recruiter, lead, intern, assistant, secretary, author, founder, supervisor, mentor,
+		coach, therapist, pharmacist, surgeon, consultant, roommate, flatmate, fiancé, fiancée, girlfriend,
+		boyfriend, grandmother, grandfather, niece, nephew, collègue, voisin, voisine, ami, amie, médecin, avocat,
+		avocate, cliente, patiente, locataire, mari, femme, fils, fille, frère, soeur, sœur, mère, père`)
+	return m
+}()
+
+// wordBloom is a 4096-bit filter of the words of a map (for a phrase, its
+// last word) keyed by their length and their first and last bytes, lower
+// case: a word whose bit is clear is not looked up in the map.
+type wordBloom [64]uint64
+
+// bloomKey is w's bit in a wordBloom; w holds ASCII-folded bytes (a
+// multi-byte letter's bytes as they are: "chère" and "CHÈRE" differ, and
+// wordBloom holds both).
+func bloomKey(n int, first, last byte) uint32 {
+	return (uint32(n)*0x9E3779B1 ^ uint32(first|0x20)*0x85EBCA77 ^ uint32(last|0x20)*0xC2B2AE3D) >> 20
+}
+
+func newWordBloom[V any](ws map[string]V) *wordBloom {
+	var t wordBloom
+	for w := range ws {
+		if sp := strings.LastIndexByte(w, ' '); sp >= 0 {
+			w = w[sp+1:]
+		}
+		for _, v := range []string{w, strings.ToUpper(w)} {
+			h := bloomKey(len(v), v[0], v[len(v)-1])
+			t[h>>6] |= 1 << (h & 63)
+		}
+	}
+	return &t
+}
+
+// has reports whether w may be a word of the map.
+func (t *wordBloom) has(w []byte) bool {
+	h := bloomKey(len(w), w[0], w[len(w)-1])
+	return t[h>>6]&(1<<(h&63)) != 0
+}
+
+// Filters of nameCues, of its strong cues and greetings, and of nameVerbs
+// (read only).
+var (
+	nameCueBloom    = newWordBloom(nameCues)
+	nameStrongBloom = func() *wordBloom {
+		m := map[string]nameCue{}
+		for w, c := range nameCues {
+			if c == cueStrong || c == cueGreeting {
+				m[w] = c
+			}
+		}
+		return newWordBloom(m)
+	}()
+	nameVerbBloom = newWordBloom(nameVerbs)
+)
+
+// mayStrongCue is a quick test before nameCueBefore(text, i) ==
+// cueStrong: false when the word before text[i] cannot end a strong cue.
+func mayStrongCue(text []byte, i int) bool {
+	if i < 2 {
+		return false
+	}
+	switch text[i-1] {
+	case '\n':
+		return true
+	case ' ':
+	default:
+		return false
+	}
+	j := i - 1
+	switch p := text[j-1]; {
+	case p == ',' || p == ':' || p == '-' || p >= utf8.RuneSelf:
+		return true // after punctuation or a dash: nameCueBefore decides
+	}
+	k := lettersBefore(text, j, 16)
+	return k < j && nameStrongBloom.has(text[k:j])
+}
+
+// nameClosings end the line before a signature ("Best regards,\nAnna").
+// Lower case: the last word before the comma.
+var nameClosings = map[string]bool{"regards": true, "best": true, "cheers": true, "thanks": true, "sincerely": true,
+	"yours": true, "cordialement": true, "wishes": true, "saludos": true, "saluti": true, "grüße": true, "grüßen": true,
+	"respectfully": true, "truly": true, "amitiés": true, "bises": true, "merci": true, "gracias": true, "grazie": true,
+	"danke": true, "you": true, "care": true, "soon": true, "salutations": true, "atentamente": true}
+
+// nameCueBefore returns the cue that ends right before the word at
+// text[i]: a cue word and one space, a strong cue and a comma ("Thanks,
+// Hugo"), a role noun and a comma, a dash at the start of a line ("— Ana"),
+// or a closing line ("Kind regards,") and a line break.
+func nameCueBefore(text []byte, i int) nameCue {
+	j := i
+	if j == 0 {
+		return cueNone
+	}
+	switch text[j-1] {
+	case '\n':
+		return nameSignature(text, j-1)
+	case ' ':
+		j--
+	default:
+		return cueNone
+	}
+	// A dash that starts a line signs what follows when the name ends
+	// the line: "— Ana", "-- Ana Lima" (not a txtar file marker "-- a.go --").
+	switch {
+	case j >= 2 && text[j-1] == '-' && text[j-2] == '-':
+		return min(lineStartCue(text, j-2), signatureRest(text, i))
+	case j >= 3 && text[j-3] == 0xE2 && text[j-2] == 0x80 && (text[j-1] == 0x94 || text[j-1] == 0x93):
+		return min(lineStartCue(text, j-3), signatureRest(text, i))
+	}
+	var punct byte // a comma or colon between the cue and the name
+	if j > 0 && (text[j-1] == ',' || text[j-1] == ':') {
+		punct = text[j-1]
+		j--
+	}
+	k := lettersBefore(text, j, 16)
+	if k == j || k > 0 && !cueBoundary(text[k-1]) {
+		return cueNone
+	}
+	if !nameCueBloom.has(text[k:j]) {
+		return cueNone
+	}
+	var buf [40]byte
+	c := nameCues[string(lowerName(buf[:0], text[k:j]))]
+	ps := k // where the cue phrase starts
+	if c == cuePrev {
+		c = cueGiven
+		if k >= 2 && text[k-1] == ' ' {
+			if k0 := lettersBefore(text, k-1, 16); k0 < k-1 && (k0 == 0 || !nameLetter(text[k0-1])) {
+				if c2 := nameCues[string(lowerName(buf[:0], text[k0:j]))]; c2 != cueNone {
+					c, ps = c2, k0
+				}
+			}
+		}
+	}
+	switch {
+	case c == cueGreeting:
+		if !isUpper(text[ps]) && !(text[ps] == 0xC3 && ps+1 < len(text) && text[ps+1] < 0xA0) {
+			return cueNone
+		}
+		c = cueStrong
+	case c == cueRole && (punct == ':' || isUpper(text[k])):
+		return cueNone // a form label and its colon are afterNameField's; "Supervisor Memory-Management" is a heading
+	case c == cueRole:
+		return cueWeak
+	case c == cueCopy:
+		return cueWeak
+	case punct != 0 && c != cueStrong:
+		return cueNone
+	case c == cueWeak && (isUpper(text[ps]) || text[ps] == 0xC3) && !sentenceStart(text, ps):
+		return cueNone // a capitalised verb inside a title: "Message Authentication Code", "System Call Vectored"
+	}
+	return c
+}
+
+// sentenceStart reports whether text[i] starts a line or a sentence.
+func sentenceStart(text []byte, i int) bool {
+	for i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
+		i--
+	}
+	if i == 0 {
+		return true
+	}
+	switch text[i-1] {
+	case '\n', '\r', '.', '!', '?', '"', '(', '>', ':', ';':
+		return true
+	}
+	return false
+}
+
+// cueBoundary reports whether b may precede a cue word: white space, an
+// opening bracket or quote, or a multi-byte character's last byte (“, «),
+// but not a letter, a digit or code punctuation ($hi, \thanks, a_hi).
+func cueBoundary(b byte) bool {
+	switch b {
+	case ' ', '\t', '\n', '\r', '(', '"', '\'', '>', '*':
+		return true
+	}
+	return b >= 0x80 && b < 0xC0
+}
+
+// signatureRest returns cueStrong when the line from text[i] to its end
+// (at most 48 bytes) holds only a name: letters, spaces, apostrophes,
+// hyphens inside words, a comma and what follows it ("— Ana Lima, Sales").
+func signatureRest(text []byte, i int) nameCue {
+	for k := i; k < len(text) && k-i < 48; k++ {
+		switch c := text[k]; {
+		case c == '\n' || c == '\r' || c == ',':
+			return cueStrong
+		case c == '-' && (k+1 >= len(text) || !nameLetter(text[k+1])):
+			return cueNone // "-- a.go --"
+		case c == ' ', c == '\'', c == '-', nameLetter(c):
+		default:
+			return cueNone
+		}
+	}
+	return cueStrong
+}
+
+// lineStartCue returns cueStrong when text[k] starts a line.
+func lineStartCue(text []byte, k int) nameCue {
+	if k == 0 || text[k-1] == '\n' {
+		return cueStrong
+	}
+	return cueNone
+}
+
+// nameSignature returns cueStrong when the line that ends at the line
+// break text[nl] is a closing ("Best regards,", "Cordialement,") or the
+// signature separator "-- ".
+func nameSignature(text []byte, nl int) nameCue {
+	e := nl
+	if e > 0 && text[e-1] == '\r' {
+		e--
+	}
+	if e >= 3 && string(text[e-3:e]) == "-- " || e >= 2 && string(text[e-2:e]) == "--" {
+		return lineStartCue(text, e-3+boolInt(text[e-1] == '-'))
+	}
+	if e == 0 || text[e-1] != ',' {
+		return cueNone
+	}
+	e--
+	k := lettersBefore(text, e, 16)
+	if k == e || k > 0 && nameLetter(text[k-1]) {
+		return cueNone
+	}
+	var buf [40]byte
+	if nameClosings[string(lowerName(buf[:0], text[k:e]))] {
+		return cueStrong
+	}
+	return cueNone
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// nameVerbs follow a person's name and say it is one ("Chidi Okonkwo
+// said", "Ana Lima wrote"). Lower case.
+var nameVerbs = map[string]bool{"said": true, "says": true, "wrote": true, "writes": true, "asked": true, "asks": true,
+	"told": true, "tells": true, "explained": true, "explains": true, "added": true, "replied": true, "confirmed": true,
+	"confirms": true, "argued": true, "agreed": true, "joined": true, "emailed": true, "called": true, "thinks": true,
+	"thought": true, "believes": true, "wants": true, "presented": true, "approved": true, "reported": true,
+	"signed": true, "mentioned": true, "suggested": true, "recommended": true, "insisted": true, "admitted": true,
+	"promised": true, "apologised": true, "apologized": true, "resigned": true, "retired": true, "married": true,
+	"lives": true, "lived": true, "works": true, "worked": true, "studied": true, "graduated": true, "died": true}
+
+// personAfter reports whether what follows a name ending at text[e] says
+// it is a person's: a verb of nameVerbs, ", who" or "and I".
+func personAfter(text []byte, e int) bool {
+	rest := text[e:min(len(text), e+16)]
+	switch {
+	case len(rest) >= 6 && string(rest[:6]) == ", who ", len(rest) >= 7 && string(rest[:7]) == " and I ":
+		return true
+	case len(rest) < 2 || rest[0] != ' ':
+		return false
+	}
+	k := 1
+	for k < len(rest) && rest[k]-'a' < 26 {
+		k++
+	}
+	if k == 1 || !nameVerbBloom.has(rest[1:k]) {
+		return false
+	}
+	return nameVerbs[string(rest[1:k])]
+}
+
+// loneWord reports whether w, a word in no list, may be a name alone
+// after a strong cue: two letters or more, and not a plural ("Hello
+// Gophers", "Hi Folks").
+func loneWord(text []byte, w nameWord) bool {
+	return w.end-w.start >= 2 && text[w.end-1] != 's'
+}
+
+// nameFromContext looks for a name starting with w, a capitalised word
+// that is neither a title nor a listed given name (k is nameNone or
+// nameSurname), and reports it when its context makes it one: two or
+// three name words that include a surname, or follow a cue, or are
+// followed by a verb only people take; one word after a cue strong enough
+// for it (see nameCue). It returns where the scan goes on.
+func (st *scanState) nameFromContext(d *detector, w nameWord, k nameKind, buf *[48]byte) int {
+	text := st.text
+	if w.end-w.start < 2 || w.initial {
+		return w.end // "C Chan" in code, "A. Smith" is nameAfterTitle's or nobody's
+	}
+	cue := nameCueBefore(text, w.start)
+	w2, ok := st.namePart(w.end, buf)
+	if !ok {
+		if cue == cueStrong && loneWord(text, w) || k == nameSurname && cue >= cueWeak {
+			st.emitName(d, w.start, w.end, 0.55)
+		}
+		return w.end
+	}
+	if w2.initial {
+		return w.end
+	}
+	k2 := w2.k
+	if k2 == nameGiven && k != nameSurname {
+		return w.end // "Yesterday Emily Carter": the name starts at the given name
+	}
+	last, kl := w2, k2
+	if w3, ok := st.namePart(w2.end, buf); ok && !w3.initial {
+		last, kl = w3, w3.k
+	}
+	if k == nameSurname && k2 == nameGiven {
+		st.emitName(d, w.start, last.end, 0.7) // surname first: "Zhang Wei", "MÜLLER Tobias"
+		return last.end
+	}
+	if cue >= cueWeak || k2 == nameSurname || kl == nameSurname || personAfter(text, last.end) {
+		st.emitName(d, w.start, last.end, 0.65)
+		return last.end
 	}
 	return w.end
 }
@@ -617,7 +1179,7 @@ func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
 		if w.end-w.start == 1 {
 			return nameWord{}, false // a lone capital: Gen Z, Plan B
 		}
-		if k := w.kind(text, buf); k == nameStop || k == nameTitle {
+		if w.k = w.kind(text, buf); w.k == nameStop || w.k == nameTitle {
 			return nameWord{}, false
 		}
 		if from >= 0 {
@@ -694,6 +1256,8 @@ func (st *scanState) nameFromGiven(d *detector, g nameWord, buf *[48]byte) int {
 		// "DUPONT Jean", "Nom : RENAUD Oliver".
 		if k, ok := st.surnameBefore(g.start, buf); ok {
 			st.emitName(d, k, g.end, 0.7)
+		} else if g.kind(st.text, buf) == nameGiven && nameCueBefore(st.text, g.start) != cueNone {
+			st.emitName(d, g.start, g.end, 0.6) // "Dear Tomasz,", "ask Maria"
 		}
 		return g.end
 	}
@@ -736,7 +1300,7 @@ back:
 	if e-k < 3 || !isUpper(text[k]) && text[k] != 0xC3 || !wordStart(text, k) {
 		return 0, false
 	}
-	if (nameWord{start: k, end: e}).kind(text, buf) != nameNone {
+	if k := (nameWord{start: k, end: e}).kind(text, buf); k != nameNone && k != nameSurname {
 		return 0, false
 	}
 	return k, true

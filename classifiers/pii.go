@@ -13,7 +13,8 @@ import (
 // otherwise too ambiguous, are required.
 var (
 	ctxPhone = []string{"phone", "tel", "tél", "telephone", "téléphone", "mobile", "portable", "cell", "fax",
-		"call", "appeler", "appelez", "joindre", "contact", "whatsapp", "telefon", "teléfono", "telefono", "numéro", "number"}
+		"call", "appeler", "appelez", "joindre", "contact", "whatsapp", "telefon", "teléfono", "telefono", "numéro", "number",
+		"reach", "ring me", "text me", "rufen"}
 	ctxCard = []string{"card", "carte", "credit", "crédit", "visa", "mastercard", "amex", "cb ", "payment",
 		"paiement", "pan", "karte", "tarjeta", "carta"}
 	ctxIBAN  = []string{"iban", "bank", "banque", "account", "compte", "rib", "virement", "transfer", "bic", "swift"}
@@ -22,8 +23,9 @@ var (
 	ctxSIREN = []string{"siren", "rcs", "immatricul", "n° tva", "entreprise", "company number"}
 	ctxSIRET = []string{"siret", "établissement", "etablissement"}
 	ctxNINO  = []string{"national insurance", "nino", "ni number", "ni no"}
-	ctxNHS   = []string{"nhs"}
+	ctxNHS   = []string{"nhs", "patient"}
 	ctxDNI   = []string{"dni", "nie", "documento", "identidad", "nif"}
+	ctxCIF   = []string{"cif", "nif"}
 	ctxCF    = []string{"codice fiscale", "fiscal code", "c.f.", "cf:", "tessera sanitaria"}
 	ctxBSN   = []string{"bsn", "burgerservicenummer", "sofinummer", "sofi-nummer"}
 	ctxIP    = []string{"ip", "address", "adresse", "client", "remote", "src", "from", "login", "connexion", "connected"}
@@ -34,19 +36,21 @@ var (
 func piiDetectors() []*detector {
 	return []*detector{
 		{id: "pii.email", cat: CategoryPII, desc: "E-mail address (RFC 5321 shape; RFC 2606 domains are reserved)", context: ctxEmail, mask: maskEmail},
-		{id: "pii.phone", cat: CategoryPII, desc: "Phone number, international or national format for FR, US, GB, DE, ES, IT, BE, CH, CA (validated with libphonenumber metadata)", gate: numGate{minDigits: 8}, numeric: phoneNumeric, context: ctxPhone},
-		{id: "pii.credit_card", cat: CategoryPII, desc: "Payment card number (Luhn + issuer ranges; documented test numbers are reserved)", gate: numGate{minDigits: 13}, numeric: cardNumeric, context: ctxCard},
-		{id: "pii.iban", cat: CategoryPII, desc: "IBAN (ISO 13616: per-country length, ISO 7064 mod 97 check digits)", glued: true, gate: numGate{minDigits: 2, upperBefore: true}, numeric: ibanNumeric, context: ctxIBAN},
+		{id: "pii.phone", cat: CategoryPII, desc: "Phone number, international or national format for FR, US, GB, DE, ES, IT, BE, CH, CA (validated with libphonenumber metadata), with its extension (x309, ext. 72, poste 12) and trunk (0); a local 7- or 8-digit number right after a cue (call me on, reach her at, mobile:); SSN-shaped 3-2-4 groups and identifier tails (ORD-…) are not phones", gate: numGate{minDigits: 7}, numeric: phoneNumeric, context: ctxPhone},
+		{id: "pii.credit_card", cat: CategoryPII, desc: "Payment card number (Luhn + ISO/IEC 7812 issuer ranges and lengths: Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro 12-19 digits, UATP; 12-digit Maestro and UATP need a card word; documented test numbers are reserved)", gate: numGate{minDigits: 12}, numeric: cardNumeric, context: ctxCard},
+		{id: "pii.iban", cat: CategoryPII, desc: "IBAN (ISO 13616: per-country length, ISO 7064 mod 97 check digits; compact, or grouped with spaces or dashes)", glued: true, gate: numGate{minDigits: 2, upperBefore: true}, numeric: ibanNumeric, context: ctxIBAN},
 		{id: "pii.us_ssn", cat: CategoryPII, desc: "US Social Security number (SSA area/group/serial rules; 9 bare digits need context)", gate: numGate{minDigits: 9}, numeric: ssnNumeric, context: ctxSSN},
 		{id: "pii.fr_nir", cat: CategoryPII, desc: "French NIR / social security number (sex, month, 97-complement key, Corsica 2A/2B)", gate: numGate{minDigits: 15, orLead12: true}, numeric: nirNumeric, context: ctxNIR},
 		{id: "pii.fr_siren", cat: CategoryPII, desc: "French SIREN company number (Luhn; needs a context word such as SIREN or RCS)", gate: numGate{minDigits: 9}, numeric: sirenNumeric, context: ctxSIREN},
 		{id: "pii.fr_siret", cat: CategoryPII, desc: "French SIRET establishment number (Luhn, La Poste rule; needs a context word)", gate: numGate{minDigits: 14}, numeric: siretNumeric, context: append(append([]string{}, ctxSIRET...), "siren")},
 		{id: "pii.uk_nino", cat: CategoryPII, desc: "UK National Insurance number (HMRC prefix and suffix rules)", glued: true, gate: numGate{minDigits: 6, firstLens: 0x7e}, numeric: ninoNumeric, context: ctxNINO},
-		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; needs the word NHS nearby)", gate: numGate{minDigits: 10}, numeric: nhsNumeric, context: ctxNHS},
-		{id: "pii.es_dni", cat: CategoryPII, desc: "Spanish DNI or NIE (check letter mod 23)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<7 | 1<<8}, numeric: dniNumeric, context: ctxDNI},
+		{id: "pii.uk_nhs", cat: CategoryPII, desc: "UK NHS number (mod 11 check digit; compact or 3-3-4 with spaces or dashes; needs NHS or patient nearby)", gate: numGate{minDigits: 10}, numeric: nhsNumeric, context: ctxNHS},
+		{id: "pii.es_dni", cat: CategoryPII, desc: "Spanish DNI or NIE, the NIF of a person (check letter mod 23; 12345678Z, 12.345.678-Z, X1234567L, X-1234567-L)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<2 | 1<<7 | 1<<8}, numeric: dniNumeric, context: ctxDNI},
+		{id: "pii.es_cif", cat: CategoryPII, desc: "Spanish CIF, the NIF of a company or other legal entity (entity letter, 7 digits, control digit or letter; needs a context word such as CIF or NIF)", glued: true, gate: numGate{minDigits: 7, firstLens: 1<<7 | 1<<8, upperBefore: true}, numeric: cifNumeric, context: ctxCIF},
 		{id: "pii.it_fiscal_code", cat: CategoryPII, desc: "Italian codice fiscale (shape and check character)", glued: true, gate: numGate{minDigits: 2, firstLens: 1 << 2, upperBefore: true}, numeric: cfNumeric, context: ctxCF},
 		{id: "pii.nl_bsn", cat: CategoryPII, desc: "Dutch BSN (11-proof; needs a context word such as BSN)", gate: numGate{minDigits: 9}, numeric: bsnNumeric, context: ctxBSN},
 		{id: "pii.ip_address", cat: CategoryPII, desc: "Public IPv4/IPv6 address (net/netip; private, loopback, link-local, multicast and documentation ranges excluded)", gate: numGate{minDigits: 4, minGroups: 4}, numeric: ipv4Numeric, context: ctxIP},
+		{id: "pii.private_ip", cat: CategoryPII, desc: "Internal IPv4/IPv6 address: private (RFC 1918, IPv6 unique local fc00::/7) or link-local (169.254/16, fe80::/10); loopback, CGNAT and documentation ranges excluded", gate: numGate{minDigits: 4, minGroups: 4}, numeric: privateIPv4Numeric, context: ctxIP},
 		{id: "pii.crypto_wallet", cat: CategoryPII, desc: "Bitcoin address (base58check, bech32/bech32m) or Ethereum address (EIP-55 checksum when mixed case)", gate: numGate{alphaAfter: true, notGlued: true}, numeric: walletNumeric,
 			keywords: []string{"bc1", "tb1"}, after: 90, window: bech32Window, context: ctxWal},
 		nameDetector(),
@@ -269,6 +273,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			return
 		}
 	}
+	found := false
 	c.groupRanges(8, 15, func(a, b int) bool {
 		lo, hi := c.spanOf(a, b)
 		intl := false
@@ -279,8 +284,12 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if a > 0 && (c.seps[a-1] == '-' || c.seps[a-1] == '.') {
 			return false
 		}
-		if !boundaryOK(text, lo, hi) || (lo > 0 && text[lo-1] == '.') || (hi < len(text) && text[hi] == '.' && hi+1 < len(text) && isDigit(text[hi+1])) {
+		end := phoneExtension(text, hi) // past an extension: x309, ext. 72
+		if !boundaryOK(text, lo, end) || (lo > 0 && text[lo-1] == '.') || (end < len(text) && text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
 			return false
+		}
+		if !c.plus && idTail(text, lo) {
+			return false // the tail of an identifier: ORD-8555513230
 		}
 		// Cheap rejections first, before the digits are copied.
 		nd := c.ndigits(a, b)
@@ -290,6 +299,9 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		}
 		if b-a == 3 && c.sameSeps(a, b, ".") && nd <= 12 {
 			return false // dotted quad: an IPv4 address, not a phone
+		}
+		if !intl && b-a == 2 && text[lo] != '0' && c.groups[a].hi-c.groups[a].lo == 3 && c.groups[a+1].hi-c.groups[a+1].lo == 2 && c.groups[b].hi-c.groups[b].lo == 4 {
+			return false // 3-2-4 without a trunk 0: the shape of a US SSN, not how the supported regions write phones
 		}
 		formatted := b > a
 		if formatted {
@@ -325,6 +337,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if !res.valid {
 			return false
 		}
+		found = true
 		if !st.s.includeReserved && res.fictional {
 			return true
 		}
@@ -332,9 +345,134 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if intl {
 			base = 0.85
 		}
-		st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), res.e164, d.mask)
+		st.emitString(d.idx, lo, end, st.conf(d, base, lo, hi), res.e164, d.mask)
 		return true
 	})
+	if !found && ctxNear && !c.plus && c.cum[len(c.groups)] <= 8 {
+		st.localPhone(d, c)
+	}
+}
+
+// localPhone reports a local number (7 or 8 digits, without the area code
+// or trunk prefix) right after a cue that says a phone number follows
+// ("call me on 736 5012", "reach her at 4821-7730", "mobile: 9123 4567").
+// Such a number cannot be validated against a numbering plan: the cue,
+// a first digit from 2 to 9 (0 and 1 lead trunk and service codes) and
+// groups of two digits or more with one kind of separator make it one.
+// NANP's fictional 555-01xx is reserved. The value hashed is the digits.
+func (st *scanState) localPhone(d *detector, c *numCand) {
+	text := st.text
+	n := len(c.groups)
+	nd := c.cum[n]
+	if nd < 7 || n > 4 || c.start != c.groups[0].lo || text[c.start] < '2' {
+		return
+	}
+	for g := 0; g < n; g++ {
+		if c.groups[g].hi-c.groups[g].lo < 2 {
+			return
+		}
+	}
+	if !c.sameSeps(0, n-1, " -.") {
+		return
+	}
+	lo, hi := c.start, c.end
+	end := phoneExtension(text, hi)
+	if !boundaryOK(text, lo, end) || idTail(text, lo) || lo > 0 && text[lo-1] == '.' ||
+		end < len(text) && text[end] == '.' && end+1 < len(text) && isDigit(text[end+1]) || !localPhoneCue(text, lo) {
+		return
+	}
+	var buf [8]byte
+	dg := c.digits(text, 0, n-1, buf[:0])
+	if !st.s.includeReserved && nd == 7 && string(dg[:4]) == "5550" && dg[4] == '1' {
+		return // NANP 555-0100 to 555-0199, reserved for fiction
+	}
+	st.emit(d.idx, lo, end, 0.6, dg, d.mask)
+}
+
+// localPhoneCues say that a phone number follows (lower case). Each must
+// end within localCueGap bytes before the number, with no digit between.
+var localPhoneCues = []string{"call me on", "call me at", "call him on", "call him at", "call her on", "call her at",
+	"call us on", "call us at", "call them on", "call them at", "reach me at", "reach me on", "reach him at",
+	"reach him on", "reach her at", "reach her on", "reach us at", "reach us on", "reach them at", "reach them on",
+	"text me on", "text me at", "ring me on", "ring me at", "mobile", "cell", "phone", "tel", "tél", "telephone",
+	"téléphone", "portable", "fax", "landline", "direct line", "whatsapp", "appelle-moi au", "appelez-moi au", "joindre au"}
+
+// localCueGap bounds the bytes between a local phone cue and the number
+// (": ", " is ", " number: ", " no. ").
+const localCueGap = 12
+
+// localPhoneCue reports whether a localPhoneCues phrase ends within
+// localCueGap bytes before text[lo], starts a word, and is followed by
+// no digit up to the number.
+func localPhoneCue(text []byte, lo int) bool {
+	from := max(0, lo-localCueGap-24)
+	var buf [64]byte
+	win := asciiLowerBytes(buf[:0], text[from:lo])
+	for k := len(win) - 1; k >= 0 && k >= len(win)-localCueGap-1; k-- {
+		if isDigit(win[k]) {
+			return false
+		}
+	}
+	for _, cue := range localPhoneCues {
+		for e := len(win); e >= len(cue) && e >= len(win)-localCueGap; e-- {
+			s := e - len(cue)
+			if string(win[s:e]) != cue {
+				continue
+			}
+			if (s == 0 && from == 0 || s > 0 && !isAlpha(win[s-1])) && (e == len(win) || !isAlpha(win[e])) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// phoneExtension returns where an extension written after a phone number
+// ending at text[hi] ends ("x309", " x 5", " ext. 72", " extension 4",
+// " poste 12"), or hi when there is none.
+func phoneExtension(text []byte, hi int) int {
+	i := hi
+	for i < len(text) && i-hi < 2 && text[i] == ' ' {
+		i++
+	}
+	k := i
+	for k < len(text) && k-i < 9 && isAlpha(text[k]) {
+		k++
+	}
+	var buf [9]byte
+	switch string(asciiLowerBytes(buf[:0], text[i:k])) {
+	case "x", "ext", "extn", "extension", "poste":
+		if k < len(text) && (text[k] == '.' || text[k] == ':') {
+			k++
+		}
+		for j := 0; j < 2 && k < len(text) && text[k] == ' '; j++ {
+			k++
+		}
+	default:
+		return hi
+	}
+	e := k
+	for e < len(text) && e-k < 6 && isDigit(text[e]) {
+		e++
+	}
+	if e == k || e < len(text) && isWordByte(text[e]) {
+		return hi
+	}
+	return e
+}
+
+// idTail reports whether the digits at text[lo] end an identifier: they
+// follow a '-', '_', '#' or '/' glued to a letter or digit (ORD-8555513230,
+// case_4155550199).
+func idTail(text []byte, lo int) bool {
+	if lo < 2 {
+		return false
+	}
+	switch text[lo-1] {
+	case '-', '_', '#', '/':
+		return isAlnum(text[lo-2])
+	}
+	return false
 }
 
 // phoneMemo is an entry of a phoneTable.
@@ -505,8 +643,8 @@ func fictionalPhone(cc int, nat string) bool {
 			}
 		}
 	case 44:
-		// Ofcom drama numbers: 020 7946 0xxx, 0113 496 0xxx, 07700 900xxx, …
-		for _, p := range []string{"2079460", "1134960", "1154960", "1174960", "1184960", "1214960", "1314960", "1414960", "1514960", "1614960", "7700900"} {
+		// Ofcom drama numbers: 020 7946 0xxx, 0113 496 0xxx, 01632 960xxx, 07700 900xxx, …
+		for _, p := range []string{"2079460", "1134960", "1154960", "1174960", "1184960", "1214960", "1314960", "1414960", "1514960", "1614960", "1632960", "7700900"} {
 			if strings.HasPrefix(nat, p) {
 				return true
 			}
@@ -530,13 +668,22 @@ var testCards = map[string]bool{
 }
 
 // cardIssuer reports whether d starts with an issuer range of a length it
-// issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro).
+// issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
+// UATP). The ranges and lengths are the issuer identification numbers of
+// ISO/IEC 7812 as the card networks publish them, collected in the table of
+// Wikipedia's "Payment card number" article: UATP 1 (15 digits); JCB
+// 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
+// 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
 func cardIssuer(d []byte) bool {
 	n := len(d)
 	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
 	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
 	p3 := p4 / 10
 	switch {
+	case p4 == 1800, p4 == 2131:
+		return n == 15 // JCB
+	case d[0] == '1':
+		return n == 15 // UATP
 	case d[0] == '4':
 		return n == 13 || n == 16 || n == 19
 	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720:
@@ -560,9 +707,9 @@ func cardIssuer(d []byte) bool {
 func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
-	c.groupRanges(13, 19, func(a, b int) bool {
-		if f := text[c.groups[a].lo]; f < '2' || f > '6' || !c.sameSeps(a, b, " -") {
-			return false // no issuer range starts with 0, 1, 7, 8 or 9
+	c.groupRanges(12, 19, func(a, b int) bool {
+		if f := text[c.groups[a].lo]; f < '1' || f > '6' || !c.sameSeps(a, b, " -") {
+			return false // no issuer range starts with 0, 7, 8 or 9
 		}
 		lo, hi := c.spanOf(a, b)
 		if !boundaryOK(text, lo, hi) {
@@ -571,6 +718,12 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 		dg := c.digits(text, a, b, buf[:0])
 		if !cardIssuer(dg) || !luhn(dg) {
 			return false
+		}
+		if (len(dg) == 12 || dg[0] == '1') && !st.hasContext(d, lo, hi, 64) {
+			return false // 12-digit Maestro and UATP: one random number in ten passes Luhn
+		}
+		if len(dg) == 15 && dg[0] <= '2' && validNIR(dg) {
+			return false // a French NIR (sex digit 1 or 2, mod 97 key), not a UATP or JCB card
 		}
 		if !st.s.includeReserved && testCards[string(dg)] {
 			return true // consume, report nothing
@@ -607,13 +760,15 @@ func ibanNumeric(st *scanState, d *detector, c *numCand) {
 	var buf [40]byte
 	out := buf[:0]
 	i := lo
+	var sep byte
 	for i < len(text) && len(out) < want {
 		ch := text[i]
 		switch {
 		case isDigit(ch) || isUpper(ch):
 			out = append(out, ch)
 			i++
-		case ch == ' ' && i+1 < len(text) && isAlnum(text[i+1]) && len(out) >= 4:
+		case (ch == ' ' || ch == '-') && (sep == 0 || sep == ch) && i+1 < len(text) && isAlnum(text[i+1]) && len(out) >= 4:
+			sep = ch // one kind of separator: spaces or dashes
 			i++
 		default:
 			return
@@ -801,16 +956,23 @@ func dniNumeric(st *scanState, d *detector, c *numCand) {
 	lo := g.lo
 	n := g.hi - g.lo
 	nie := false
-	if n == 7 && lo > 0 && strings.IndexByte("XYZ", text[lo-1]) >= 0 {
-		lo--
+	hi := g.hi
+	switch {
+	case n == 7 && lo > 0 && strings.IndexByte("XYZ", text[lo-1]) >= 0:
+		lo-- // NIE: X1234567L
 		nie = true
-	} else if n != 8 {
+	case n == 7 && lo > 1 && text[lo-1] == '-' && strings.IndexByte("XYZ", text[lo-2]) >= 0:
+		lo -= 2 // NIE: X-1234567-L
+		nie = true
+	case n == 2 && len(c.groups) >= 3 && c.groups[1].hi-c.groups[1].lo == 3 && c.groups[2].hi-c.groups[2].lo == 3 &&
+		c.sameSeps(0, 2, ".") && (len(c.groups) == 3 || c.seps[2] != '.'):
+		hi = c.groups[2].hi // DNI with thousands dots: 12.345.678-Z
+	case n != 8:
 		return
 	}
 	if c.start != g.lo || (lo > 0 && isWordByte(text[lo-1])) {
 		return
 	}
-	hi := g.hi
 	if hi < len(text) && (text[hi] == '-' || text[hi] == ' ') {
 		hi++
 	}
@@ -821,15 +983,49 @@ func dniNumeric(st *scanState, d *detector, c *numCand) {
 	if hi < len(text) && isWordByte(text[hi]) {
 		return
 	}
-	v := compactUpper(string(text[lo:hi]))
-	if !validDNI(v) {
+	var buf [16]byte
+	v := buf[:0]
+	for _, ch := range text[lo:hi] {
+		if isAlnum(ch) {
+			v = append(v, ch)
+		}
+	}
+	if !validDNI(string(v)) {
 		return
 	}
 	base := 0.8
 	if nie {
 		base = 0.85
 	}
-	st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
+	st.emit(d.idx, lo, hi, st.conf(d, base, lo, hi), v, d.mask)
+}
+
+// cifNumeric finds a Spanish CIF (código de identificación fiscal, the
+// NIF of a company or other legal entity): an entity letter, seven
+// digits and a control digit or letter (A58818501, Q2826000H).
+func cifNumeric(st *scanState, d *detector, c *numCand) {
+	text := st.text
+	g := c.groups[0]
+	n := g.hi - g.lo
+	lo := g.lo - 1
+	if c.start != g.lo || lo < 0 || (lo > 0 && isWordByte(text[lo-1])) || n != 7 && n != 8 {
+		return
+	}
+	hi := g.hi
+	if n == 7 {
+		if hi >= len(text) || !isUpper(text[hi]) {
+			return
+		}
+		hi++
+	}
+	if hi < len(text) && isWordByte(text[hi]) {
+		return
+	}
+	v := text[lo:hi]
+	if !validCIF(v) || !st.hasContext(d, lo, hi, 48) {
+		return // one letter-and-digits code in ten passes the check: a CIF needs a context word
+	}
+	st.emit(d.idx, lo, hi, 0.85, v, d.mask)
 }
 
 // ---- Italian codice fiscale ----
@@ -891,7 +1087,50 @@ var (
 	ipv6Global = netip.MustParsePrefix("2000::/3")
 )
 
+// privateAddr reports whether a is an organisation's internal address:
+// private (RFC 1918 10/8, 172.16/12, 192.168/16; IPv6 unique local
+// fc00::/7, RFC 4193) or link-local (169.254/16, RFC 3927; fe80::/10).
+// Loopback (127/8, ::1) is every machine's own and is not reported, nor
+// are the shared CGNAT range (100.64/10, the carrier's) and the
+// documentation ranges (RFC 5737, RFC 3849), which publicAddr handles.
+func privateAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsPrivate() || a.IsLinkLocalUnicast()
+}
+
 func ipv4Numeric(st *scanState, d *detector, c *numCand) {
+	ipv4Ranges(st, d, c, 0.7, func(a netip.Addr) bool { return publicAddr(a, st.s.includeReserved) })
+}
+
+func privateIPv4Numeric(st *scanState, d *detector, c *numCand) {
+	ipv4Ranges(st, d, c, 0.6, privateAddr)
+}
+
+// privateBlocks are the standard blocks themselves: "10.0.0.0/8" names a
+// range every network may use, not an organisation's addressing.
+var privateBlocks = map[netip.Prefix]bool{netip.MustParsePrefix("10.0.0.0/8"): true,
+	netip.MustParsePrefix("172.16.0.0/12"): true, netip.MustParsePrefix("192.168.0.0/16"): true,
+	netip.MustParsePrefix("169.254.0.0/16"): true, netip.MustParsePrefix("fc00::/7"): true,
+	netip.MustParsePrefix("fd00::/8"): true, netip.MustParsePrefix("fe80::/10"): true}
+
+// standardBlock reports whether a, written at text[hi:] with a prefix
+// length after it, is one of privateBlocks.
+func standardBlock(text []byte, hi int, a netip.Addr) bool {
+	if hi+1 >= len(text) || text[hi] != '/' || !isDigit(text[hi+1]) {
+		return false
+	}
+	e := hi + 1
+	bits := 0
+	for e < len(text) && e-hi <= 3 && isDigit(text[e]) {
+		bits = bits*10 + int(text[e]-'0')
+		e++
+	}
+	p, err := a.Prefix(bits)
+	return err == nil && p.Addr() == a && privateBlocks[p]
+}
+
+// ipv4Ranges reports the dotted quads of c whose address want accepts.
+func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
 	for a := 0; a+3 < len(c.groups); a++ {
 		if a > 0 && c.seps[a-1] == '.' {
@@ -912,11 +1151,11 @@ func ipv4Numeric(st *scanState, d *detector, c *numCand) {
 			continue
 		}
 		addr, ok := parseIPv4(text, c.groups[a:b+1])
-		if !ok || !publicAddr(addr, st.s.includeReserved) {
+		if !ok || !want(addr) || standardBlock(text, hi, addr) {
 			continue
 		}
 		var nb [16]byte
-		st.emit(d.idx, lo, hi, st.conf(d, 0.7, lo, hi), addr.AppendTo(nb[:0]), d.mask)
+		st.emit(d.idx, lo, hi, st.conf(d, base, lo, hi), addr.AppendTo(nb[:0]), d.mask)
 		a = b
 	}
 }
@@ -973,11 +1212,19 @@ func (st *scanState) ipv6At(i int) int {
 		return end
 	}
 	addr, err := netip.ParseAddr(tok)
-	if err != nil || !addr.Is6() || !publicAddr(addr, st.s.includeReserved) {
+	if err != nil || !addr.Is6() {
 		return end
 	}
-	d := st.s.ipv6
-	st.emitString(d.idx, lo, hi, st.conf(d, 0.75, lo, hi), addr.String(), d.mask)
+	d, base := st.s.ipv6, 0.75
+	if !publicAddr(addr, st.s.includeReserved) {
+		if !privateAddr(addr) {
+			return end
+		}
+		d, base = st.s.privateIP, 0.6
+	}
+	if d != nil && !standardBlock(text, hi, addr) {
+		st.emitString(d.idx, lo, hi, st.conf(d, base, lo, hi), addr.String(), d.mask)
+	}
 	return end
 }
 

@@ -292,6 +292,11 @@ func FuzzScan(f *testing.F) {
 			f.Add([]byte("x = " + p.text + "\n"))
 		}
 	}
+	// Cues, signatures, extensions, local numbers, Spanish NIFs, internal
+	// addresses.
+	f.Add([]byte("Dear Tomasz,\nThanks, Hugo. I spoke to Ottoline Vasquez; Zhang Wei said hi.\nKind regards,\nAna\n— Ana Lima\n-- a.go --"))
+	f.Add([]byte("call 212-736-5000x309, (415)736-0199 ext. 72, call me on 736 5012, +44 (0)20 7123 4567, ORD-8555513230, 666-74-2104"))
+	f.Add([]byte("DNI 12.345.678-Z, NIE X-1234567-L, CIF A58818501, IBAN FR76-3000-4000-0312-3456-7890-185, host 10.1.2.3, fd12::1, 10.0.0.0/8"))
 	whole, _ := New(Options{HashKey: []byte("k")})
 	chunked, _ := New(Options{HashKey: []byte("k")})
 	chunked.chunk, chunked.overlap = 512, 128

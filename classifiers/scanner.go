@@ -102,7 +102,9 @@ type Scanner struct {
 	numeric         []*detector
 	gates           *gateMasks // numeric's gates as masks, or nil
 	email           *detector
-	ipv6            *detector
+	ipv6            *detector // pii.ip_address, or nil
+	privateIP       *detector // pii.private_ip, or nil
+	scanIPv6        bool      // either is on: anchors reads IPv6 tokens
 	names           *detector
 	includeReserved bool
 	timeout         time.Duration
@@ -215,6 +217,8 @@ func New(opts Options) (*Scanner, error) {
 		switch d.id {
 		case "pii.ip_address":
 			s.ipv6 = d
+		case "pii.private_ip":
+			s.privateIP = d
 		case "pii.person_name":
 			s.names = d
 		}
@@ -227,6 +231,7 @@ func New(opts Options) (*Scanner, error) {
 			add(k, acRef{det: -1, custom: i, context: true})
 		}
 	}
+	s.scanIPv6 = s.ipv6 != nil || s.privateIP != nil
 	s.ac = newACMatcher(pats)
 	s.gates = newGateMasks(s.numeric)
 	for _, d := range s.dets {

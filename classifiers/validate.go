@@ -301,6 +301,39 @@ func validDNI(s string) bool {
 	return dniLetters[n%23] == s[8]
 }
 
+// validCIF checks a Spanish CIF: an entity letter (ABCDEFGHJNPQRSUVW),
+// seven digits and a control character. With the digits' even positions
+// summed and the odd positions doubled and their digits summed, the
+// control digit is (10 - sum mod 10) mod 10 and the control letter the
+// same index in "JABCDEFGHI"; entities A, B, E and H take the digit, N,
+// P, Q, R, S and W the letter, the others either (Orden EHA/451/2008).
+func validCIF[T ~string | ~[]byte](v T) bool {
+	if len(v) != 9 || !strings.Contains("ABCDEFGHJNPQRSUVW", string(v[0])) {
+		return false
+	}
+	sum := 0
+	for i := 1; i <= 7; i++ {
+		x := int(v[i] - '0')
+		if x > 9 {
+			return false
+		}
+		if i%2 == 1 {
+			x *= 2
+			x = x/10 + x%10
+		}
+		sum += x
+	}
+	ctl := (10 - sum%10) % 10
+	digit, letter := v[8] == byte('0'+ctl), v[8] == "JABCDEFGHI"[ctl]
+	switch v[0] {
+	case 'A', 'B', 'E', 'H':
+		return digit
+	case 'N', 'P', 'Q', 'R', 'S', 'W':
+		return letter
+	}
+	return digit || letter
+}
+
 // Odd-position values of the codice fiscale check character, for 0-9 and A-Z.
 var cfOdd = [36]int{1, 0, 5, 7, 9, 13, 15, 17, 19, 21,
 	1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23}
