@@ -1,0 +1,414 @@
+package classifiers
+
+import "bytes"
+
+// The generic-assignment grammar of secret.generic. A keyword hit
+// (genericKeys, through the Aho-Corasick prefilter) is read as
+//
+//	assignment = key shape value
+//	key        = name bytes around the keyword (at most genericKeyMax each side)
+//	shape      = op                       key = v, key := v, key ::= v, key ?= v,
+//	                                      key .= v, key: v, key => v, key -> "v",
+//	                                      key - "v" (YAML list), Kotlin/Swift/TS
+//	                                      key: String = v, Go key string = v
+//	           | "key" , "v" )            setProperty("K", "v"), Header.Set,
+//	                                      os.Setenv, put("K", "v")
+//	           | "key" ] = v              env["K"] = v
+//	           | <key> v </               XML element
+//	           | ?key=v &sig=v            URL query
+//	value      = quoted string | bare token, at most genericValueMax bytes
+//
+// and the value model rejects identifiers, member access, calls, variable
+// references, templates, placeholders and masks (genericValueOK). Every
+// step reads forward a bounded number of bytes, and a quoted value ends at
+// its own quote, so the work per hit is bounded and disjoint values are
+// read once.
+
+const (
+	genericKeyMax   = 40   // key name bytes read on each side of the keyword
+	genericValueMax = 4096 // longer values are data, not a secret
+)
+
+var genericKeys = []string{"password", "passwd", "pwd", "secret", "api_key", "apikey", "api-key", "access_token",
+	"auth_token", "client_secret", "token", "mot_de_passe", "motdepasse", "mdp", "passwort", "contrasena", "private_key",
+	"secret_key", "access_key", "credential", "key", "sig="}
+
+// genericRead is the assignment read after one keyword hit.
+type genericRead struct {
+	ok     bool // a value was read (it may still be rejected)
+	open   bool // the text ended before the value did (lo > 0: inside it)
+	lo, hi int  // the value
+	quoted bool
+	weak   bool // the key is only "...Key" or a URL "sig"
+}
+
+// keySecretWords are the words that, just before "key" at a camelCase,
+// '_' or '-' boundary, make it a secret's name (accessKey, AccountKey,
+// x-api-key, STRIPE_SECRET_KEY). Other names ending in "key" (sortKey,
+// cacheKey, primaryKey, publicKey) hold no secret.
+var keySecretWords = map[string]bool{
+	"access": true, "account": true, "secret": true, "private": true, "api": true, "auth": true, "signing": true,
+	"master": true, "encryption": true, "client": true, "app": true, "service": true, "subscription": true,
+	"storage": true, "license": true, "licence": true, "shared": true, "consumer": true, "webhook": true,
+	"host": true, "function": true, "admin": true, "hmac": true, "crypt": true, "cipher": true, "decryption": true,
+	"sas": true, "sendgrid": true, "stripe": true, "mailgun": true, "openai": true, "anthropic": true,
+}
+
+// genericTypes are the type names that may sit between a key and '=' in
+// typed declarations (Go var k string = v, Kotlin/Swift/TS k: String = v).
+var genericTypes = []string{"string", "String", "str", "&str", "NSString", "NSString*", "*string", "char*", "[]byte"}
+
+func isLowerByte(b byte) bool { return b >= 'a' && b <= 'z' }
+func isUpperByte(b byte) bool { return b >= 'A' && b <= 'Z' }
+func isKeyByte(b byte) bool   { return isWordByte(b) || b == '-' || b == '.' }
+
+// keyWordBefore returns the lower-cased last word of text[ks:start]: the
+// letters before start back to a capital, '_', '-' or ks.
+func keyWordBefore(dst, text []byte, ks, start int) []byte {
+	i := start
+	if i > ks && (text[i-1] == '_' || text[i-1] == '-') {
+		i--
+	}
+	j := i
+	for j > ks && j-i < 24 && (isLowerByte(text[j-1]) || isUpperByte(text[j-1])) {
+		j--
+		if isUpperByte(text[j]) && (j == ks || !isUpperByte(text[j-1])) {
+			break
+		}
+	}
+	return asciiLowerBytes(dst, text[j:i])
+}
+
+// readGeneric reads the assignment around the keyword text[start:end].
+func readGeneric(text []byte, start, end int) (r genericRead) {
+	n := len(text)
+	kw := end - start
+	ks := start
+	for ks > 0 && start-ks < genericKeyMax && isKeyByte(text[ks-1]) {
+		ks--
+	}
+	ke := end
+	for ke < n && ke-end < genericKeyMax && isKeyByte(text[ke]) {
+		ke++
+	}
+	var kb [64]byte
+	if notSecretKey(asciiLowerBytes(kb[:0], text[start:ke])) {
+		return r
+	}
+	url := ks > 0 && (text[ks-1] == '?' || text[ks-1] == '&')
+	switch {
+	case kw == 4 && text[end-1] == '=': // "sig=": only in a URL query
+		if ks != start || !url {
+			return r
+		}
+		r.weak = true
+		return readValue(text, end, true, r)
+	case kw == 3 && (text[start]|0x20) == 'k' && (text[start+1]|0x20) == 'e': // "key"
+		if ke != end {
+			return r // keyboard, keys, accessKeyId
+		}
+		switch {
+		case ks == start:
+			// a whole word: ?key=v in a URL, Key=v in a log line
+			if !(url && text[start] == 'k' || text[start] == 'K' && start > 0 && text[start-1] == ' ') || end >= n || text[end] != '=' {
+				return r
+			}
+			r.weak = true
+			return readValue(text, end+1, url, r)
+		case text[start] == 'K' && (isLowerByte(text[start-1]) || isDigit(text[start-1])),
+			text[start-1] == '_' || text[start-1] == '-':
+			if !keySecretWords[string(keyWordBefore(kb[:0], text, ks, start))] {
+				return r
+			}
+			r.weak = true
+		default:
+			return r
+		}
+	}
+	i := ke
+	// Key shapes: "key", <key>, ("key", ...), ["key"] = ...
+	if ks > 0 && ke < n {
+		switch q := text[ks-1]; {
+		case q == '<' && text[ke] == '>':
+			r = readValueUntil(text, ke+1, '<', r)
+			if r.ok && !r.open && (r.hi+1 >= n || text[r.hi+1] != '/') {
+				r.ok = false
+			}
+			return r
+		case (q == '"' || q == '\'') && text[ke] == q:
+			i = ke + 1
+			j := ks - 1
+			for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
+				j--
+			}
+			k := skipBlanks(text, i)
+			if j > 0 && text[j-1] == '(' && k < n && text[k] == ',' {
+				k = skipBlanks(text, k+1)
+				if k < n && (text[k] == '"' || text[k] == '\'' || text[k] == '`') {
+					return readValue(text, k, false, r)
+				}
+				return r
+			}
+			if i < n && text[i] == ']' {
+				i++
+			}
+		}
+	}
+	i = skipBlanks(text, i)
+	if i >= n {
+		r.open = true
+		return r
+	}
+	quotedOnly := false
+	switch c := text[i]; {
+	case hasAt(text, i, "::="):
+		i += 3
+	case hasAt(text, i, ":="), hasAt(text, i, "?="), hasAt(text, i, ".="), hasAt(text, i, "=>"):
+		i += 2
+	case hasAt(text, i, "->"):
+		i += 2
+		quotedOnly = true
+	case c == '-' && i > ke && i+1 < n && text[i+1] == ' ':
+		i++
+		quotedOnly = true
+	case c == ':':
+		if i+1 < n && text[i+1] == ':' {
+			return r
+		}
+		i++
+		// k: String = v
+		if t := skipType(text, skipBlanks(text, i)); t > 0 {
+			if t = skipBlanks(text, t); t < n && text[t] == '=' {
+				i = t + 1
+			}
+		}
+	case c == '=':
+		i++
+	default:
+		// Go: var k string = v
+		t := skipType(text, i)
+		if t <= 0 || t == i {
+			return r
+		}
+		if t = skipBlanks(text, t); t >= n || text[t] != '=' {
+			return r
+		}
+		i = t + 1
+	}
+	if i < n && (text[i] == '=' || text[i] == '~') {
+		return r // == comparison, =~ match
+	}
+	i = skipBlanks(text, i)
+	if quotedOnly && (i >= n || (text[i] != '"' && text[i] != '\'')) {
+		return r
+	}
+	return readValue(text, i, url, r)
+}
+
+func hasAt(text []byte, i int, s string) bool {
+	return len(text)-i >= len(s) && string(text[i:i+len(s)]) == s
+}
+
+func skipBlanks(text []byte, i int) int {
+	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipType returns the end of a genericTypes name at text[i] followed by a
+// blank, or 0.
+func skipType(text []byte, i int) int {
+	for _, t := range genericTypes {
+		if hasAt(text, i, t) && i+len(t) < len(text) && (text[i+len(t)] == ' ' || text[i+len(t)] == '\t') {
+			return i + len(t)
+		}
+	}
+	return 0
+}
+
+// readValue reads the quoted or bare value at text[i]. A string prefix
+// (b"", r"", @"", L"", u8"") is skipped. In a URL query a bare value ends at
+// '&'.
+func readValue(text []byte, i int, url bool, r genericRead) genericRead {
+	n := len(text)
+	if i < n && i+1 < n && (text[i+1] == '"' || text[i+1] == '\'') && bytes.IndexByte([]byte("bBrRuUfL@"), text[i]) >= 0 {
+		i++
+	} else if hasAt(text, i, `u8"`) {
+		i += 2
+	}
+	if i >= n {
+		r.open = true
+		return r
+	}
+	if q := text[i]; q == '"' || q == '\'' || q == '`' {
+		r.quoted = true
+		return readValueUntil(text, i+1, q, r)
+	}
+	lo := i
+	for i < n && i-lo <= genericValueMax {
+		b := text[i]
+		if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' || b == ']' || b == '<' || b == '>' || (url && (b == '&' || b == '#')) {
+			break
+		}
+		if b == '(' || b == '[' {
+			return r // a call or an index expression
+		}
+		i++
+	}
+	if i-lo > genericValueMax {
+		return r
+	}
+	// A bare value that reaches the end of the text ends there, but a
+	// streamed text may still continue it.
+	r.ok, r.open, r.lo, r.hi = true, i >= n, lo, i
+	return r
+}
+
+// readValueUntil reads a value ending at byte q (or a newline) from
+// text[i]; a backslash escapes the next byte.
+func readValueUntil(text []byte, i int, q byte, r genericRead) genericRead {
+	n := len(text)
+	lo := i
+	for i < n && i-lo <= genericValueMax {
+		b := text[i]
+		if b == q || b == '\n' {
+			r.ok, r.lo, r.hi = true, lo, i
+			return r
+		}
+		if b == '\\' {
+			i++
+		}
+		i++
+	}
+	if i >= n && i-lo <= genericValueMax {
+		// an unterminated value at the end of the text ends there, but a
+		// streamed text may still continue it.
+		r.ok, r.open, r.lo, r.hi = true, true, lo, n
+	}
+	return r
+}
+
+// jenkinsSecret reports a Jenkins encrypted secret, {base64}, whose braces
+// the placeholder model would otherwise read as a template.
+func jenkinsSecret(v []byte) bool {
+	if len(v) < 24 || v[0] != '{' || v[len(v)-1] != '}' || !bytes.HasPrefix(v, []byte("{AQAAAB")) {
+		return false
+	}
+	for _, c := range v[1 : len(v)-1] {
+		if !isAlnum(c) && c != '+' && c != '/' && c != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// codeValue reports a bare value that reads as code: an identifier or a
+// member access (a.b, a?.b) without digits whose words all read as words
+// (tokenProvider, response.data.access_token, this.token). Random letters
+// (XyJkNoAsoHlamq) have words without a vowel, other than acronyms of up to
+// four capitals, and are not code.
+func codeValue(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	ws := 0 // start of the current word
+	for i := 0; i <= len(v); i++ {
+		c := byte('.')
+		if i < len(v) {
+			c = v[i]
+		}
+		letter := isLowerByte(c) || isUpperByte(c)
+		if !letter && c != '_' && c != '$' && c != '.' && c != '?' {
+			return false
+		}
+		// A word ends before a separator, before a capital that follows a
+		// lower-case letter, and before the capital that starts a word
+		// after a run of capitals (XMLHttp: XML, Http).
+		end := !letter ||
+			(i > ws && isUpperByte(c) && isLowerByte(v[i-1])) ||
+			(i > ws+1 && isUpperByte(v[i-1]) && isUpperByte(v[i-2]) && isLowerByte(c))
+		if !end {
+			continue
+		}
+		we := i
+		if letter && isLowerByte(c) {
+			we = i - 1 // XMLHttp: the H starts the next word
+		}
+		if we-ws >= 2 && !hasVowel(v[ws:we]) && !(we-ws <= 4 && isUpperByte(v[we-1])) { // XML, HTTP
+			return false
+		}
+		if letter {
+			ws = we
+		} else {
+			ws = i + 1
+		}
+	}
+	return true
+}
+
+func hasVowel(w []byte) bool {
+	for _, c := range w {
+		switch c | 0x20 {
+		case 'a', 'e', 'i', 'o', 'u', 'y':
+			return true
+		}
+	}
+	return false
+}
+
+// maskedValue reports values that show where a secret goes without one:
+// runs of x or *, an ellipsis, <...> or printf verbs.
+func maskedValue(v []byte) bool {
+	var lb [genericValueMax]byte
+	l := asciiLowerBytes(lb[:0], v)
+	return bytes.Contains(l, []byte("xxxx")) || bytes.Contains(v, []byte("***")) || bytes.Contains(v, []byte("...")) ||
+		bytes.Contains(v, []byte("…")) || bytes.Contains(v, []byte("•••")) ||
+		(bytes.IndexByte(v, '<') >= 0 && bytes.IndexByte(v, '>') > bytes.IndexByte(v, '<')) ||
+		bytes.Contains(v, []byte("%s")) || bytes.Contains(v, []byte("%d")) || bytes.Contains(v, []byte("%v"))
+}
+
+// genericValueOK is the value model: long enough, not code, not a
+// placeholder or mask, mixed characters and enough entropy.
+func genericValueOK(st *scanState, r genericRead, val []byte) (float64, bool) {
+	if len(val) < 8 || len(val) > genericValueMax {
+		return 0, false
+	}
+	if jenkinsSecret(val) {
+		val = val[1 : len(val)-1]
+	} else if !r.quoted && codeValue(val) {
+		return 0, false
+	}
+	if charClasses(val) < 2 || placeholderBytes(val) || maskedValue(val) {
+		return 0, false
+	}
+	h := st.s.entropy.of(val)
+	if h < 3.0 || (r.weak && len(val) < 16) {
+		return 0, false
+	}
+	return h, true
+}
+
+// genericHit reads the assignment around a keyword hit and reports its
+// value.
+func genericHit(st *scanState, d *detector, start, end int) {
+	text := st.text
+	if start >= st.genericLo && start < st.genericTo {
+		return // inside a value already read
+	}
+	r := readGeneric(text, start, end)
+	if !r.ok {
+		return
+	}
+	st.genericLo, st.genericTo = r.lo, r.hi
+	val := text[r.lo:r.hi]
+	h, ok := genericValueOK(st, r, val)
+	if !ok {
+		return
+	}
+	conf := 0.6
+	if h >= 3.8 && !r.weak {
+		conf = 0.75
+	}
+	st.emit(d.idx, r.lo, r.hi, conf, val, maskFixed)
+}
