@@ -40,6 +40,9 @@ type genericRead struct {
 	lo, hi int  // the value
 	quoted bool
 	weak   bool // the key is only "...Key" or a URL "sig"
+	code   bool // a bare value followed by code: an operator, ',', ')', '{'
+	// the key name and the keyword in it
+	ks, ke, kwLo, kwHi int
 }
 
 // keySecretWords are the words that, just before "key" at a camelCase,
@@ -95,6 +98,10 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 	if notSecretKey(asciiLowerBytes(kb[:0], text[start:ke])) {
 		return r
 	}
+	r.ks, r.ke, r.kwLo, r.kwHi = ks, ke, start, end
+	if kw == 3 && (text[start]|0x20) != 'k' && !keywordAlone(text, start, end) {
+		return r // simdPackage, gpwdx: mdp and pwd stand alone or start a word
+	}
 	url := ks > 0 && (text[ks-1] == '?' || text[ks-1] == '&')
 	switch {
 	case kw == 4 && text[end-1] == '=': // "sig=": only in a URL query
@@ -126,6 +133,7 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 		}
 	}
 	i := ke
+	open := ks > 0 && (text[ks-1] == '"' || text[ks-1] == '\'') // the key is inside a string
 	// Key shapes: "key", <key>, ("key", ...), ["key"] = ...
 	if ks > 0 && ke < n {
 		switch q := text[ks-1]; {
@@ -136,7 +144,7 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 			}
 			return r
 		case (q == '"' || q == '\'') && text[ke] == q:
-			i = ke + 1
+			i, open = ke+1, false
 			j := ks - 1
 			for j > 0 && (text[j-1] == ' ' || text[j-1] == '\t') {
 				j--
@@ -202,6 +210,9 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 	if quotedOnly && (i >= n || (text[i] != '"' && text[i] != '\'')) {
 		return r
 	}
+	if open && i < n && text[ks-1] == text[i] {
+		return r // "PWD="+dir: the quote ends the key's own string
+	}
 	return readValue(text, i, url, r)
 }
 
@@ -251,13 +262,23 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 		if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' || b == ']' || b == '<' || b == '>' || (url && (b == '&' || b == '#')) {
 			break
 		}
-		if b == '(' || b == '[' {
-			return r // a call or an index expression
+		if b == '(' || b == '[' || b == '{' {
+			return r // a call, an index expression or a composite literal
 		}
 		i++
 	}
 	if i-lo > genericValueMax {
 		return r
+	}
+	if i < n {
+		switch b := text[i]; b {
+		case ',', ')', '}', ']':
+			r.code = true // an argument or a field of a literal in code
+		case ' ', '\t':
+			if k := skipBlanks(text, i); k < n && bytes.IndexByte([]byte("+-*/%|&?:<>=."), text[k]) >= 0 {
+				r.code = true // an expression goes on
+			}
+		}
 	}
 	// A bare value that reaches the end of the text ends there, but a
 	// streamed text may still continue it.
@@ -289,6 +310,130 @@ func readValueUntil(text []byte, i int, q byte, r genericRead) genericRead {
 	return r
 }
 
+// keywordAlone reports whether the short keyword text[start:end] (mdp,
+// pwd) is a word or starts one: not glued to a lower-case letter before it
+// (unless it starts with a capital after one) nor followed by one.
+func keywordAlone(text []byte, start, end int) bool {
+	if start > 0 && isAlnum(text[start-1]) && !(isUpperByte(text[start]) && isLowerByte(text[start-1])) {
+		return false
+	}
+	return end >= len(text) || !isLowerByte(text[end])
+}
+
+// wordyValue reports values made of words and no digits: prose, names and
+// labels (same-origin, "extended master secret", SuperSecretToken,
+// response.data.access_token). A word (a run of letters split at case
+// changes) of two or more letters without a vowel, other than an acronym
+// of up to four capitals, marks random letters (XyJkNoAsoHlamq) instead.
+// %XX escapes count as separators.
+func wordyValue(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	letters := 0
+	ws := 0 // start of the current word
+	for i := 0; i <= len(v); i++ {
+		c := byte(' ')
+		if i < len(v) {
+			c = v[i]
+		}
+		if c == '%' && i+2 < len(v) && isHexByte(v[i+1]) && isHexByte(v[i+2]) {
+			if i-ws >= 2 && !hasVowel(v[ws:i]) && !(i-ws <= 4 && isUpperByte(v[i-1])) {
+				return false
+			}
+			i += 2
+			ws = i + 1
+			continue
+		}
+		if isDigit(c) {
+			return false
+		}
+		letter := isLowerByte(c) || isUpperByte(c)
+		if letter {
+			letters++
+		}
+		// A word ends before a separator, before a capital that follows a
+		// lower-case letter, and before the capital that starts a word
+		// after a run of capitals (XMLResponse: XML, Response).
+		end := !letter ||
+			(i > ws && isUpperByte(c) && isLowerByte(v[i-1])) ||
+			(i > ws+1 && isUpperByte(v[i-1]) && isUpperByte(v[i-2]) && isLowerByte(c))
+		if !end {
+			continue
+		}
+		we := i
+		if letter && isLowerByte(c) {
+			we = i - 1
+		}
+		if we-ws >= 2 && !hasVowel(v[ws:we]) && !(we-ws <= 4 && isUpperByte(v[we-1])) {
+			return false
+		}
+		if letter {
+			ws = we
+		} else {
+			ws = i + 1
+		}
+	}
+	return letters*2 >= len(v)
+}
+
+func isHexByte(c byte) bool { return isDigit(c) || (c|0x20) >= 'a' && (c|0x20) <= 'f' }
+
+// memberPath reports a bare value that is a member access or a qualified
+// name: identifiers joined by '.' or "?." (hs.session.secret, line_js_1.x).
+func memberPath(v []byte) bool {
+	parts := 0
+	for _, p := range bytes.Split(v, []byte(".")) {
+		p = bytes.TrimSuffix(p, []byte("?"))
+		if len(p) == 0 || isDigit(p[0]) {
+			return false
+		}
+		for _, c := range p {
+			if !isWordByte(c) && c != '$' {
+				return false
+			}
+		}
+		parts++
+	}
+	return parts >= 2
+}
+
+// constantValue reports a signed number or a hexadecimal constant of at
+// most 64 bits (-0x3f879678, +12345678, 0xdeadbeef).
+func constantValue(v []byte) bool {
+	if v[0] == '-' || v[0] == '+' {
+		return len(v) > 1 && isDigit(v[1])
+	}
+	if len(v) > 2 && v[0] == '0' && (v[1]|0x20) == 'x' && len(v) <= 18 {
+		for _, c := range v[2:] {
+			if !isHexByte(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// namesItself reports a value that holds its key's name or keyword
+// (encryptionKey: "encryptionKey1024", _authToken=MYTOKEN1).
+func namesItself(text []byte, r genericRead, val []byte) bool {
+	var vb [256]byte
+	var kb [genericKeyMax*2 + 8]byte
+	if len(val) > len(vb) {
+		return false
+	}
+	lv := asciiLowerBytes(vb[:0], val)
+	key := bytes.TrimLeft(text[r.ks:r.ke], "_-.$")
+	if lk := asciiLowerBytes(kb[:0], key); len(lk) >= 5 && bytes.Contains(lv, lk) {
+		return true
+	}
+	if kw := text[r.kwLo:r.kwHi]; len(kw) >= 5 && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw)) {
+		return true
+	}
+	return false
+}
+
 // jenkinsSecret reports a Jenkins encrypted secret, {base64}, whose braces
 // the placeholder model would otherwise read as a template.
 func jenkinsSecret(v []byte) bool {
@@ -298,50 +443,6 @@ func jenkinsSecret(v []byte) bool {
 	for _, c := range v[1 : len(v)-1] {
 		if !isAlnum(c) && c != '+' && c != '/' && c != '=' {
 			return false
-		}
-	}
-	return true
-}
-
-// codeValue reports a bare value that reads as code: an identifier or a
-// member access (a.b, a?.b) without digits whose words all read as words
-// (tokenProvider, response.data.access_token, this.token). Random letters
-// (XyJkNoAsoHlamq) have words without a vowel, other than acronyms of up to
-// four capitals, and are not code.
-func codeValue(v []byte) bool {
-	if len(v) == 0 {
-		return false
-	}
-	ws := 0 // start of the current word
-	for i := 0; i <= len(v); i++ {
-		c := byte('.')
-		if i < len(v) {
-			c = v[i]
-		}
-		letter := isLowerByte(c) || isUpperByte(c)
-		if !letter && c != '_' && c != '$' && c != '.' && c != '?' {
-			return false
-		}
-		// A word ends before a separator, before a capital that follows a
-		// lower-case letter, and before the capital that starts a word
-		// after a run of capitals (XMLHttp: XML, Http).
-		end := !letter ||
-			(i > ws && isUpperByte(c) && isLowerByte(v[i-1])) ||
-			(i > ws+1 && isUpperByte(v[i-1]) && isUpperByte(v[i-2]) && isLowerByte(c))
-		if !end {
-			continue
-		}
-		we := i
-		if letter && isLowerByte(c) {
-			we = i - 1 // XMLHttp: the H starts the next word
-		}
-		if we-ws >= 2 && !hasVowel(v[ws:we]) && !(we-ws <= 4 && isUpperByte(v[we-1])) { // XML, HTTP
-			return false
-		}
-		if letter {
-			ws = we
-		} else {
-			ws = i + 1
 		}
 	}
 	return true
@@ -376,8 +477,11 @@ func genericValueOK(st *scanState, r genericRead, val []byte) (float64, bool) {
 	}
 	if jenkinsSecret(val) {
 		val = val[1 : len(val)-1]
-	} else if !r.quoted && codeValue(val) {
+	} else if !r.quoted && (r.code || memberPath(val) || val[0] == '&' || val[0] == '*' || val[0] == '!') {
 		return 0, false
+	}
+	if val[0] == '/' || val[0] == '~' || constantValue(val) || wordyValue(val) || namesItself(st.text, r, val) {
+		return 0, false // paths, constants, prose, names
 	}
 	if charClasses(val) < 2 || placeholderBytes(val) || maskedValue(val) {
 		return 0, false

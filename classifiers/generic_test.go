@@ -3,7 +3,9 @@ package classifiers
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -255,6 +257,9 @@ func TestGenericSourceTrees(t *testing.T) {
 				return nil
 			}
 			b, err := os.ReadFile(p)
+			if err == nil && strings.HasSuffix(p, ".gz") {
+				b, err = gunzip(b)
+			}
 			if err != nil || !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 				return nil // binaries and compressed files are not source
 			}
@@ -275,6 +280,9 @@ func TestGenericSourceTrees(t *testing.T) {
 				sc.Buffer(nil, 1<<20)
 				sc.Scan()
 				line := sc.Text()
+				if c := f.Start - ls; c > 60 && c-60 < len(line) {
+					line = line[c-60:]
+				}
 				if len(line) > 160 {
 					line = line[:160]
 				}
@@ -289,7 +297,7 @@ func TestGenericSourceTrees(t *testing.T) {
 	}
 }
 
-func TestCodeValue(t *testing.T) {
+func TestWordyValue(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		v    string
@@ -305,11 +313,23 @@ func TestCodeValue(t *testing.T) {
 		{"SGOLpGLFiBWVwj", false},
 		{"xnKChcrrJdZJgo", false},
 		{"Xk9mP2vLq7", false},
-		{"abc-def", false},
+		{"same-origin", true},
+		{"extended master secret", true},
+		{"Root%20CA%20Certificates", true},
+		{"encryptionKey1024", false},
 		{"", false},
 	} {
-		if got := codeValue([]byte(c.v)); got != c.want {
-			t.Errorf("codeValue(%q) = %v, want %v", c.v, got, c.want)
+		if got := wordyValue([]byte(c.v)); got != c.want {
+			t.Errorf("wordyValue(%q) = %v, want %v", c.v, got, c.want)
 		}
 	}
+}
+
+// gunzip returns the decompressed content of a .gz file, at most 16 MiB.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, 16<<20))
 }
