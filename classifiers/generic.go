@@ -273,11 +273,15 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 	if i < n {
 		switch b := text[i]; b {
 		case ',', ')', '}', ']':
-			r.code = true // an argument or a field of a literal in code
+			// an argument or a field of a literal in code, not a value
+			// that goes on after the bracket
+			r.code = (i+1 >= n || !isAlnum(text[i+1])) && identLike(text[lo:i])
 		case ' ', '\t':
-			if k := skipBlanks(text, i); k < n && bytes.IndexByte([]byte("+-*/%|&?:<>=."), text[k]) >= 0 {
-				r.code = true // an expression goes on
-			}
+			// an expression goes on: a + b, a ? b : c, a || b
+			const ops = "+-*/%|&?:<>=."
+			k := skipBlanks(text, i)
+			r.code = k+1 < n && bytes.IndexByte([]byte(ops), text[k]) >= 0 &&
+				(text[k+1] == ' ' || text[k+1] == '\t' || bytes.IndexByte([]byte(ops), text[k+1]) >= 0)
 		}
 	}
 	// A bare value that reaches the end of the text ends there, but a
@@ -379,19 +383,48 @@ func wordyValue(v []byte) bool {
 
 func isHexByte(c byte) bool { return isDigit(c) || (c|0x20) >= 'a' && (c|0x20) <= 'f' }
 
-// memberPath reports a bare value that is a member access or a qualified
-// name: identifiers joined by '.' or "?." (hs.session.secret, line_js_1.x).
-func memberPath(v []byte) bool {
-	parts := 0
-	for _, p := range bytes.Split(v, []byte(".")) {
-		p = bytes.TrimSuffix(p, []byte("?"))
-		if len(p) == 0 || isDigit(p[0]) {
+// identLike reports a name as programmers write it: word bytes (and '$')
+// not starting with a digit, at most two runs of digits, and no word of
+// four or more letters without a vowel (testRSA2048PrivateKey, hs,
+// line_js_1), unlike a random token (ghp_aB3dE5fG7hJ9kL1m).
+func identLike(v []byte) bool {
+	if len(v) == 0 || isDigit(v[0]) {
+		return false
+	}
+	runs, ws := 0, 0
+	for i := 0; i <= len(v); i++ {
+		c := byte('_')
+		if i < len(v) {
+			c = v[i]
+		}
+		if !isWordByte(c) && c != '$' {
 			return false
 		}
-		for _, c := range p {
-			if !isWordByte(c) && c != '$' {
-				return false
-			}
+		if isDigit(c) && (i == 0 || !isDigit(v[i-1])) {
+			runs++
+		}
+		letter := isLowerByte(c) || isUpperByte(c)
+		if letter && !(i > ws && isUpperByte(c) && isLowerByte(v[i-1])) {
+			continue
+		}
+		if i-ws >= 4 && !hasVowel(v[ws:i]) {
+			return false
+		}
+		ws = i
+		if !letter {
+			ws = i + 1
+		}
+	}
+	return runs <= 2
+}
+
+// memberPath reports a bare value that is a member access or a qualified
+// name: names joined by '.' or "?." (hs.session.secret, line_js_1.x).
+func memberPath(v []byte) bool {
+	parts := 0
+	for p := range bytes.SplitSeq(v, []byte(".")) {
+		if !identLike(bytes.TrimSuffix(p, []byte("?"))) {
+			return false
 		}
 		parts++
 	}

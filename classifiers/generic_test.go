@@ -117,6 +117,18 @@ var genericCases = []struct {
 	{"setProperty var", `System.setProperty("X_TOKEN", token);`, ""},
 	{"short weak key", "accessKey=Ab3dE5fG9h", ""},
 	{"this member", "this.token = this.options.token;", ""},
+	{"struct field", "\tPrivateKey:  testRSA2048PrivateKey,\n", ""},
+	{"expression", "tokens = 2*maxCompilerConcurrency + minTokens*cfg.BuildP", ""},
+	{"composite", "Credential: &syscall.Credential{Uid: 1}", ""},
+	{"key in a string", `cmd.Env = append(cmd.Env, "PWD="+cmd.Dir)`, ""},
+	{"prose value", `opt.Set("credentials", "same-origin")`, ""},
+	{"label", `const fakeConnectionToken = "X-Fake-Connection-Token"`, ""},
+	{"names itself", `"encryptionKey": "encryptionKey1024",`, ""},
+	{"npmrc placeholder", "//host/:_authToken=MYTOKEN1", ""},
+	{"path", "PWD: '/Users/maciej'", ""},
+	{"constant", "SIOCGLIFTOKEN = -0x3f879678", ""},
+	{"inside a word", `const simdPackage = "simd/archsimd"`, ""},
+	{"member path digits", "GITHUB_TOKEN=ghp_aB3dE5fG7hJ9kL1mN3pQ29.zrO8y", "ghp_aB3dE5fG7hJ9kL1mN3pQ29.zrO8y"},
 	{"prose", "The password is stored in the vault.", ""},
 }
 
@@ -294,6 +306,29 @@ func TestGenericSourceTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("TREE %s: %d files, %d lines, %d findings, %.2f per 10,000 lines", root, files, lines, found, float64(found)*1e4/float64(max(lines, 1)))
+	}
+}
+
+func TestIdentLike(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{
+		{"testRSA2048PrivateKey", true},
+		{"hs", true},
+		{"line_js_1", true},
+		{"$token", true},
+		{"ghp_aB3dE5fG7hJ9kL1mN3pQ2956990537", false},
+		{"JC4au9JCAKyUPf4RQh2l5bqm1m5ki9Q4WTCHrCQN", false},
+		{"Xk9mP2vLq7Rt4W", false},
+		{"9abc", false},
+		{"a-b", false},
+		{"", false},
+	} {
+		if got := identLike([]byte(c.v)); got != c.want {
+			t.Errorf("identLike(%q) = %v, want %v", c.v, got, c.want)
+		}
 	}
 }
 
