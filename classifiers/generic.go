@@ -268,6 +268,7 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 		i++
 	}
 	if i-lo > genericValueMax {
+		r.lo, r.hi = lo, i // too long: read, not reported
 		return r
 	}
 	if i < n {
@@ -310,7 +311,9 @@ func readValueUntil(text []byte, i int, q byte, r genericRead) genericRead {
 		// an unterminated value at the end of the text ends there, but a
 		// streamed text may still continue it.
 		r.ok, r.open, r.lo, r.hi = true, true, lo, n
+		return r
 	}
+	r.lo, r.hi = lo, i // too long: read, not reported
 	return r
 }
 
@@ -534,10 +537,12 @@ func genericHit(st *scanState, d *detector, start, end int) {
 		return // inside a value already read
 	}
 	r := readGeneric(text, start, end)
+	if r.hi > r.lo {
+		st.genericLo, st.genericTo = r.lo, r.hi
+	}
 	if !r.ok {
 		return
 	}
-	st.genericLo, st.genericTo = r.lo, r.hi
 	val := text[r.lo:r.hi]
 	h, ok := genericValueOK(st, r, val)
 	if !ok {
