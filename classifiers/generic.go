@@ -140,7 +140,7 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 		case q == '<' && text[ke] == '>':
 			r = readValueUntil(text, ke+1, '<', r)
 			if r.ok && !r.open && (r.hi+1 >= n || text[r.hi+1] != '/') {
-				r.ok = false
+				r.ok, r.open = false, r.hi+1 >= n // the closing tag may still come
 			}
 			return r
 		case (q == '"' || q == '\'') && text[ke] == q:
@@ -277,17 +277,20 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 			// an argument or a field of a literal in code, not a value
 			// that goes on after the bracket
 			r.code = (i+1 >= n || !isAlnum(text[i+1])) && identLike(text[lo:i])
+			r.open = i+1 >= n
 		case ' ', '\t':
 			// an expression goes on: a + b, a ? b : c, a || b
 			const ops = "+-*/%|&?:<>=."
 			k := skipBlanks(text, i)
 			r.code = k+1 < n && bytes.IndexByte([]byte(ops), text[k]) >= 0 &&
 				(text[k+1] == ' ' || text[k+1] == '\t' || bytes.IndexByte([]byte(ops), text[k+1]) >= 0)
+			r.open = k+1 >= n
 		}
 	}
 	// A bare value that reaches the end of the text ends there, but a
-	// streamed text may still continue it.
-	r.ok, r.open, r.lo, r.hi = true, i >= n, lo, i
+	// streamed text may still continue it, or show it is code.
+	r.ok, r.lo, r.hi = true, lo, i
+	r.open = r.open || i >= n
 	return r
 }
 

@@ -202,6 +202,21 @@ func TestGenericOpen(t *testing.T) {
 	}
 }
 
+// TestGenericOpenCode checks that a bare value whose next bytes may still
+// show it is code is held: the text ends right after it and a blank or a
+// bracket.
+func TestGenericOpenCode(t *testing.T) {
+	t.Parallel()
+	for _, text := range []string{"token = Xk9mP2vLq7Rt4W ", "token: Xk9mP2vLq7Rt4W,", "<token>Xk9mP2vLq7Rt4W<"} {
+		b := []byte(text)
+		start := bytes.Index(b, []byte("token"))
+		lo := bytes.Index(b, []byte("Xk9"))
+		if at := genericOpen(b, start, start+5); at != lo {
+			t.Errorf("genericOpen(%q) = %d, want %d", text, at, lo)
+		}
+	}
+}
+
 // TestGenericLinear checks that keyword hits inside values already read
 // cost no second reading: a megabyte of assignments whose values run into
 // each other scans within a small multiple of a megabyte of prose (reading
