@@ -20,9 +20,9 @@ import "bytes"
 //
 // and the value model rejects identifiers, member access, calls, variable
 // references, templates, placeholders and masks (genericValueOK). Every
-// step reads forward a bounded number of bytes, and a quoted value ends at
-// its own quote, so the work per hit is bounded and disjoint values are
-// read once.
+// step reads a bounded number of bytes, and a keyword hit inside the last
+// value read is skipped (scanState.genericLo, genericTo), so a text is read
+// in linear time however many keywords its values hold.
 
 const (
 	genericKeyMax   = 40   // key name bytes read on each side of the keyword
