@@ -58,14 +58,17 @@ type scanState struct {
 	out      []rawFinding
 	err      error
 	// per detector: trigger windows and context word hit positions
-	windows   [][]span
-	ctxHits   [][]int
-	ctxCur    []int // per detector: the last lower bound found in ctxHits
-	custHits  [][]span
-	custCtx   [][]int
-	hits      []detHit
-	sortBuf   []rawFinding         // scratch of sortRawByStart
-	acPending [acLanes - 1][]acHit // scratch of acMatcher.scan
+	windows  [][]span
+	ctxHits  [][]int
+	ctxCur   []int // per detector: the last lower bound found in ctxHits
+	custHits [][]span
+	custCtx  [][]int
+	hits     []detHit
+	// genericLo, genericTo: the last value genericHit read; keyword hits
+	// inside it are not keys.
+	genericLo, genericTo int
+	sortBuf              []rawFinding         // scratch of sortRawByStart
+	acPending            [acLanes - 1][]acHit // scratch of acMatcher.scan
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
@@ -380,6 +383,7 @@ func (s *Scanner) putState(st *scanState) {
 		st.custCtx[i] = st.custCtx[i][:0]
 	}
 	st.hits = st.hits[:0]
+	st.genericLo, st.genericTo = 0, 0
 	st.out, st.arena, st.norms = st.out[:0], st.arena[:0], st.norms[:0]
 	st.hcache = [len(st.hcache)]hashEntry{}
 	st.phones.reset()

@@ -304,7 +304,7 @@ func (s *Scanner) settle(text []byte, part *partialScan, opts PartialOptions) in
 				hold(h.start)
 			}
 		case t.generic:
-			hold(genericOpen(text, h.end))
+			hold(genericOpen(text, h.start, h.end))
 			token = token || h.end > n-306
 		}
 	}
@@ -692,56 +692,15 @@ func pemOpen(text []byte, start int) bool {
 	}
 }
 
-// genericOpen returns where the value of a "password = ..." assignment
-// whose keyword ends at text[end] starts, when the value is still being
-// read (genericHit's reading, up to where the text ends), else len(text).
-func genericOpen(text []byte, end int) int {
-	n := len(text)
-	i := end
-	for i < n && i-end < 40 && (isWordByte(text[i]) || text[i] == '-' || text[i] == '.') {
-		i++
+// genericOpen returns where the value of an assignment whose keyword is
+// text[start:end] starts, when the value is still being read (readGeneric
+// reached the end of the text inside it), else len(text).
+func genericOpen(text []byte, start, end int) int {
+	r := readGeneric(text, start, end)
+	if !r.open || r.lo == 0 {
+		return len(text) // no value, or not yet: it will start at the end or later
 	}
-	if i < n && (text[i] == '"' || text[i] == '\'') {
-		i++
-	}
-	for i < n && (text[i] == ' ' || text[i] == '\t') {
-		i++
-	}
-	switch {
-	case i+1 < n && (string(text[i:i+2]) == ":=" || string(text[i:i+2]) == "=>"):
-		i += 2
-	case i < n && (text[i] == '=' || text[i] == ':'):
-		i++
-	default:
-		return n // no value, or not yet: it will start at the end or later
-	}
-	if i < n && text[i] == '=' {
-		return n
-	}
-	for i < n && (text[i] == ' ' || text[i] == '\t') {
-		i++
-	}
-	quote := byte(0)
-	if i < n && (text[i] == '"' || text[i] == '\'' || text[i] == '`') {
-		quote = text[i]
-		i++
-	}
-	lo := i
-	for i < n && i-lo < 130 {
-		b := text[i]
-		if quote != 0 {
-			if b == quote || b == '\n' {
-				return n
-			}
-		} else if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' {
-			return n
-		}
-		i++
-	}
-	if i-lo >= 130 {
-		return n
-	}
-	return lo
+	return r.lo
 }
 
 // containsFoldASCII reports whether s holds lower-case ASCII word w in any

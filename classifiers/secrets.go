@@ -388,10 +388,6 @@ func connStringHit(st *scanState, d *detector, start, end int) {
 	st.emitString(d.idx, plo, phi, conf, pw, maskFixed)
 }
 
-var genericKeys = []string{"password", "passwd", "pwd", "secret", "api_key", "apikey", "api-key", "access_token",
-	"auth_token", "client_secret", "token", "mot_de_passe", "motdepasse", "mdp", "passwort", "contrasena", "private_key",
-	"secret_key", "access_key"}
-
 // stopValues are values that sit in assignments without being secrets.
 var stopValues = []string{"password", "changeme", "change_me", "example", "placeholder", "secret", "your_password",
 	"yourpassword", "your-api-key", "your_api_key", "xxxxxxxx", "null", "none", "true", "false", "undefined",
@@ -571,74 +567,6 @@ func notSecretKey(k []byte) bool {
 // notSecretKeyWords are the words notSecretKey looks for (its tests check
 // the two agree).
 var notSecretKeyWords = []string{"hash", "_len", "length", "policy", "reset", "expir", "file", "path", "url", "type", "name", "_id"}
-
-// genericHit reads `key = value`, `key: "value"`, `"key": "value"` after a
-// keyword hit.
-func genericHit(st *scanState, d *detector, start, end int) {
-	text := st.text
-	i := end
-	for i < len(text) && i-end < 40 && (isWordByte(text[i]) || text[i] == '-' || text[i] == '.') {
-		i++ // rest of the key name: password_hash, api_key_prod
-	}
-	var kb [64]byte
-	if notSecretKey(asciiLowerBytes(kb[:0], text[start:i])) {
-		return
-	}
-	if i < len(text) && (text[i] == '"' || text[i] == '\'') {
-		i++
-	}
-	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
-		i++
-	}
-	switch {
-	case i+1 < len(text) && (string(text[i:i+2]) == ":=" || string(text[i:i+2]) == "=>"):
-		i += 2
-	case i < len(text) && (text[i] == '=' || text[i] == ':'):
-		i++
-	default:
-		return
-	}
-	if i < len(text) && text[i] == '=' {
-		return // == comparison
-	}
-	for i < len(text) && (text[i] == ' ' || text[i] == '\t') {
-		i++
-	}
-	quote := byte(0)
-	if i < len(text) && (text[i] == '"' || text[i] == '\'' || text[i] == '`') {
-		quote = text[i]
-		i++
-	}
-	lo := i
-	for i < len(text) && i-lo < 130 {
-		b := text[i]
-		if quote != 0 {
-			if b == quote || b == '\n' {
-				break
-			}
-		} else if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' {
-			break
-		}
-		i++
-	}
-	hi := i
-	if hi-lo < 8 || hi-lo > 128 {
-		return
-	}
-	val := text[lo:hi]
-	if charClasses(val) < 2 {
-		return
-	}
-	h := st.s.entropy.of(val)
-	if h < 3.0 || placeholderBytes(val) {
-		return
-	}
-	conf := 0.6
-	if h >= 3.8 {
-		conf = 0.75
-	}
-	st.emit(d.idx, lo, hi, conf, text[lo:hi], maskFixed)
-}
 
 // charClasses counts lower, upper, digit and other characters present.
 func charClasses[T ~string | ~[]byte](v T) int {
