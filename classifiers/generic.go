@@ -82,10 +82,37 @@ func keyWordBefore(dst, text []byte, ks, start int) []byte {
 	return asciiLowerBytes(dst, text[j:i])
 }
 
-// readGeneric reads the assignment around the keyword text[start:end].
-func readGeneric(text []byte, start, end int) (r genericRead) {
+// readGeneric reads the assignment around the keyword text[start:end]. A
+// key that names no secret (password_hash, token_len: notSecretKey) reads
+// nothing; it is checked last, once an assignment was read, because most
+// keyword hits in prose are no assignment at all.
+func readGeneric(text []byte, start, end int) genericRead {
+	r := readAssignment(text, start, end)
+	if r.ok || r.open {
+		var kb [64]byte
+		if notSecretKey(asciiLowerBytes(kb[:0], text[r.kwLo:r.ke])) {
+			return genericRead{}
+		}
+	}
+	return r
+}
+
+// readAssignment is readGeneric without the notSecretKey check.
+func readAssignment(text []byte, start, end int) (r genericRead) {
 	n := len(text)
 	kw := end - start
+	if kw == 3 && (text[start]|0x20) == 'k' && (text[start+1]|0x20) == 'e' {
+		// "key" is a common word: only a key ending at a camelCase, '_'
+		// or '-' boundary, or a whole word right before '=', can be one
+		// (see below). Prose ("the key to", "keyboard") is rejected here,
+		// before anything is read.
+		if end < n && isKeyByte(text[end]) {
+			return r
+		}
+		if (start == 0 || !isKeyByte(text[start-1])) && (end >= n || text[end] != '=') {
+			return r
+		}
+	}
 	ks := start
 	for ks > 0 && start-ks < genericKeyMax && isKeyByte(text[ks-1]) {
 		ks--
@@ -95,9 +122,6 @@ func readGeneric(text []byte, start, end int) (r genericRead) {
 		ke++
 	}
 	var kb [64]byte
-	if notSecretKey(asciiLowerBytes(kb[:0], text[start:ke])) {
-		return r
-	}
 	r.ks, r.ke, r.kwLo, r.kwHi = ks, ke, start, end
 	if kw == 3 && (text[start]|0x20) != 'k' && !keywordAlone(text, start, end) {
 		return r // simdPackage, gpwdx: mdp and pwd stand alone or start a word
@@ -230,6 +254,14 @@ func skipBlanks(text []byte, i int) int {
 // skipType returns the end of a genericTypes name at text[i] followed by a
 // blank, or 0.
 func skipType(text []byte, i int) int {
+	if i >= len(text) {
+		return 0
+	}
+	switch text[i] {
+	case 's', 'S', '&', 'N', '*', 'c', '[':
+	default:
+		return 0 // no type name starts otherwise: prose is rejected at once
+	}
 	for _, t := range genericTypes {
 		if hasAt(text, i, t) && i+len(t) < len(text) && (text[i+len(t)] == ' ' || text[i+len(t)] == '\t') {
 			return i + len(t)
