@@ -10,7 +10,7 @@ import (
 )
 
 // maxQueued bounds the events waiting to be posted; beyond it the oldest
-// waiting event is dropped (and counted).
+// waiting event is dropped.
 const maxQueued = 256
 
 // webhooks posts events in order, from one goroutine, each retried with
@@ -24,7 +24,6 @@ type webhooks struct {
 	mu      sync.Mutex
 	queue   []queued
 	running bool
-	dropped int
 	idle    chan struct{} // closed when the worker stops with nothing queued
 	done    chan struct{} // closed by close: stop waiting between retries
 	once    sync.Once
@@ -60,7 +59,6 @@ func (w *webhooks) post(url string, ev Event) {
 	defer w.mu.Unlock()
 	if len(w.queue) >= maxQueued {
 		w.queue = w.queue[1:]
-		w.dropped++
 	}
 	w.queue = append(w.queue, queued{url, body})
 	if !w.running {
