@@ -47,7 +47,7 @@ func (r *RedisStore) destsKey() string             { return r.ns + ":q:dests" }
 
 // observeScript: KEYS health, recent, state, dests; ARGV now (ms), window
 // (ms), threshold, destination name, the state to set when it trips
-// (JSON; its until in ms follows, 0 for none), the number of signs, the
+// (JSON without its count; its until in ms follows, 0 for none), the number of signs, the
 // signs, then for each sign 1 when it counts and 0 otherwise, then a
 // token unique to the call. Returns {tripped, state value or false}.
 var observeScript = redis.NewScript(`
@@ -77,7 +77,7 @@ if counted > 0 and redis.call('ZCARD', KEYS[2]) >= threshold then
     active = (untilms == 0 or untilms > now)
   end
   if not active then
-    local v = ARGV[6] .. '\n' .. string.gsub(ARGV[5], '"count":0', '"count":' .. redis.call('ZCARD', KEYS[2]), 1)
+    local v = ARGV[6] .. '\n' .. redis.call('ZCARD', KEYS[2]) .. '\n' .. ARGV[5]
     redis.call('SET', KEYS[3], v)
     return {1, v}
   end
@@ -147,12 +147,19 @@ func (r *RedisStore) Observe(ctx context.Context, obs Observation, rule Rule) (S
 	return out, tripped == 1, err
 }
 
+// decodeState reads a stored quarantine: its end in milliseconds (0 for
+// none, read by the scripts), the count of signs in the window when it
+// tripped, and the state as JSON.
 func decodeState(v string) (State, error) {
-	_, js, ok := strings.Cut(v, "\n")
+	bad := errors.New("quarantine: a quarantine record in Redis does not decode")
+	_, rest, ok := strings.Cut(v, "\n")
+	count, js, ok2 := strings.Cut(rest, "\n")
+	n, err := strconv.Atoi(count)
 	var st State
-	if !ok || json.Unmarshal([]byte(js), &st) != nil {
-		return State{}, errors.New("quarantine: a quarantine record in Redis does not decode")
+	if !ok || !ok2 || err != nil || n < 0 || json.Unmarshal([]byte(js), &st) != nil {
+		return State{}, bad
 	}
+	st.Count = n
 	return st, nil
 }
 
