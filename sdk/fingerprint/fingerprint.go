@@ -175,6 +175,7 @@ type Winnower struct {
 	last   int    // k-gram index of the last selected fingerprint, -1 none
 	out    []Fingerprint
 	each   func(hash uint64) // KGrams: called for each selection instead of out
+	gram   func(hash uint64) // HashesAndGrams: called for every k-gram
 }
 
 // NewWinnower returns a Winnower with opts.
@@ -334,6 +335,9 @@ func (w *Winnower) feed(p []byte) {
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
 		hr[idx&hmask] = x
+		if w.gram != nil {
+			w.gram(x)
+		}
 		if x <= minH || minIdx <= idx-win || idx == win-1 {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
 		}
@@ -393,6 +397,9 @@ func (w *Winnower) push(c byte, off int) {
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
 	w.hr[idx&w.hmask] = x
+	if w.gram != nil {
+		w.gram(x)
+	}
 	if x <= w.minH || w.minIdx <= idx-w.w || idx == w.w-1 {
 		w.minIdx, w.minH = w.slide(x, idx, w.minIdx, w.minH)
 	}
@@ -462,6 +469,22 @@ func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
 	w.each = func(h uint64) { dst = append(dst, h) }
 	_, _ = w.Write(text)
 	w.each = nil
+	w.Reset()
+	return dst
+}
+
+// HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
+// to dst the hashes of the fingerprints of text, in order of position
+// (duplicates kept), and calls gram with the hash of every k-gram of text,
+// in order (nil: none). Each k-gram is hashed once for both: a request
+// whose k-gram set and fingerprints are both needed is read once. It
+// resets w before and after.
+func (w *Winnower) HashesAndGrams(dst []uint64, text []byte, gram func(hash uint64)) []uint64 {
+	w.Reset()
+	w.each = func(h uint64) { dst = append(dst, h) }
+	w.gram = gram
+	_, _ = w.Write(text)
+	w.each, w.gram = nil, nil
 	w.Reset()
 	return dst
 }

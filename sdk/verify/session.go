@@ -215,14 +215,15 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		}
 	}
 	// The request's fingerprints are recorded; every k-gram of it (as sent
-	// and as written) is the exchange's own material, never evidence.
+	// and as written) is the exchange's own material, never evidence. Both
+	// come from one pass over each text that left (the fingerprints are
+	// selected among the k-grams hashed for the set); a text written
+	// otherwise than it left is read for its k-grams only.
 	crossOn := v.on(policies.SignalCrossExchange)
+	var addGram func(h uint64)
 	if crossOn {
 		s.grams.reset(len(s.req))
-		addGram := func(h uint64) { s.grams.add(h) }
-		for _, t := range s.texts {
-			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
-		}
+		addGram = s.grams.add
 	}
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
@@ -237,7 +238,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
 		start := len(record)
-		record = s.win.HashesOf(record, s.req[t.start:t.end])
+		record = s.win.HashesAndGrams(record, s.req[t.start:t.end], addGram)
 		switch {
 		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
 			s.written = append(s.written, span{start, len(record)})
@@ -247,6 +248,14 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		if s.instruction(i) {
 			s.instr = append(s.instr, span{start, len(record)})
 		}
+	}
+	if crossOn {
+		for _, t := range s.texts {
+			if !slices.Contains(s.sent, t) {
+				s.respFP = s.win.HashesAndGrams(s.respFP[:0], s.req[t.start:t.end], addGram)
+			}
+		}
+		s.respFP = s.respFP[:0]
 	}
 	s.win.Reset()
 	s.fps = s.fps[:0]
