@@ -112,7 +112,8 @@ const (
 // blocks, a random keyed scanner, an in-memory store.
 type Options struct {
 	// Inbound is the policy's inbound section: per-signal actions and the
-	// allow-list. TTL and MaxExchanges size the default memory store.
+	// allow-list. TTL, MaxExchanges and MaxMemory size the default memory
+	// store.
 	Inbound policies.Inbound
 	// Scanner classifies response text. The exchanges' Findings are used
 	// only when they were hashed under the same key (their FindingsKey is
@@ -126,7 +127,8 @@ type Options struct {
 	// Store remembers fingerprints across exchanges; nil means a
 	// fingerprint.MemoryStore of 3·Inbound.MaxExchanges holders (an
 	// exchange's request, what only its instructions hold, and its answer
-	// are three holders: see provenance.go). Share a
+	// are three holders: see provenance.go) and of at most
+	// Inbound.MaxMemory bytes (see [Verifier.Forgotten]). Share a
 	// fingerprint.RedisStore between processes to see each other's
 	// exchanges (they must then share Fingerprint and CanaryKey: CanaryKey
 	// also keys the principal tags in holder names).
@@ -301,7 +303,7 @@ func New(opts Options) (*Verifier, error) {
 		if n <= 0 {
 			n = fingerprint.DefaultMaxExchanges
 		}
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n})
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n, MaxBytes: opts.Inbound.MaxMemory})
 		v.ownStore = true
 	}
 	v.refStore, _ = v.store.(refStore)
@@ -346,6 +348,18 @@ func New(opts Options) (*Verifier, error) {
 	v.holdBack = max(v.opts.MaxEntityLen, maxTemplateLen(), CanaryLen,
 		v.opts.MinSpan+2*v.opts.Fingerprint.Guarantee())
 	return v, nil
+}
+
+// Forgotten returns how many holders (an exchange's request, its
+// instructions, its answer) the Verifier's own memory store forgot before
+// their TTL to keep within Inbound.MaxExchanges and Inbound.MaxMemory, and
+// the bytes that store holds (fingerprint.MemoryStore.Bytes); 0, 0 with a
+// store given in Options.
+func (v *Verifier) Forgotten() (holders uint64, bytes int64) {
+	if ms, ok := v.store.(*fingerprint.MemoryStore); ok && v.ownStore {
+		return ms.Forgotten(), ms.Bytes()
+	}
+	return 0, 0
 }
 
 // HoldBack returns the longest hold-back of this Verifier's sessions for
