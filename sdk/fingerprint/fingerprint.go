@@ -155,27 +155,29 @@ func newNormTable(strip bool) *normTable {
 // algorithm of the winnowing paper), so selection costs O(1) amortised and
 // nothing is allocated per byte.
 type Winnower struct {
-	k, w   int
-	seed   uint64
-	tab    *normTable
-	pow    uint64 // base^k
-	h      uint64
-	mask   int    // len(ring)-1; the ring holds at least k+w normalised bytes
-	ring   []byte // last normalised bytes, by normalised index & mask
-	offs   []int  // input offset of each of them
-	n      int    // normalised bytes so far
-	space  bool   // last normalised byte was a space (or nothing yet)
-	in     int    // input bytes consumed so far
-	pend   [utf8.UTFMax]byte
-	npend  int
-	hr     []uint64 // last k-gram hashes, by k-gram index & hmask
-	hmask  int
-	minIdx int    // k-gram index of the current window's rightmost minimum
-	minH   uint64 // its hash
-	last   int    // k-gram index of the last selected fingerprint, -1 none
-	out    []Fingerprint
-	each   func(hash uint64) // KGrams: called for each selection instead of out
-	gram   func(hash uint64) // HashesAndGrams: called for every k-gram
+	k, w    int
+	seed    uint64
+	tab     *normTable
+	pow     uint64 // base^k
+	h       uint64
+	mask    int    // len(ring)-1; the ring holds at least k+w normalised bytes
+	ring    []byte // last normalised bytes, by normalised index & mask
+	offs    []int  // input offset of each of them
+	n       int    // normalised bytes so far
+	space   bool   // last normalised byte was a space (or nothing yet)
+	in      int    // input bytes consumed so far
+	pend    [utf8.UTFMax]byte
+	npend   int
+	hr      []uint64 // last k-gram hashes, by k-gram index & hmask
+	hmask   int
+	minIdx  int    // k-gram index of the current window's rightmost minimum
+	minH    uint64 // its hash
+	last    int    // k-gram index of the last selected fingerprint, -1 none
+	out     []Fingerprint
+	each    func(hash uint64) // KGrams: called for each selection instead of out
+	gram    func(hash uint64) // HashesAndGrams: called for every k-gram
+	hashes  []uint64          // HashesOf: selections appended here instead of out, when collect
+	collect bool
 }
 
 // NewWinnower returns a Winnower with opts.
@@ -427,6 +429,10 @@ func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
 		return minIdx, minH // no full window yet, or the same selection
 	}
 	w.last = minIdx
+	if w.collect {
+		w.hashes = append(w.hashes, minH)
+		return minIdx, minH
+	}
 	if w.each != nil {
 		w.each(minH)
 		return minIdx, minH
@@ -465,12 +471,7 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 // hashes of a large text holds 8 bytes per fingerprint instead of 24, and
 // nothing twice. It resets w before and after.
 func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
-	w.Reset()
-	w.each = func(h uint64) { dst = append(dst, h) }
-	_, _ = w.Write(text)
-	w.each = nil
-	w.Reset()
-	return dst
+	return w.HashesAndGrams(dst, text, nil)
 }
 
 // HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
@@ -481,10 +482,10 @@ func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
 // resets w before and after.
 func (w *Winnower) HashesAndGrams(dst []uint64, text []byte, gram func(hash uint64)) []uint64 {
 	w.Reset()
-	w.each = func(h uint64) { dst = append(dst, h) }
-	w.gram = gram
+	w.hashes, w.collect, w.gram = dst, true, gram
 	_, _ = w.Write(text)
-	w.each, w.gram = nil, nil
+	dst = w.hashes
+	w.hashes, w.collect, w.gram = nil, false, nil
 	w.Reset()
 	return dst
 }

@@ -80,9 +80,12 @@ package verify
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,7 +233,7 @@ type Verifier struct {
 	refStore    refStore
 	common      hashSet
 	scratch     sync.Pool // *scratch
-	tagMAC      sync.Pool // hash.Hash: HMAC-SHA256 under canaryKey, for principal tags
+	tagMAC      sync.Pool // *keyedMAC: HMAC-SHA256 under canaryKey, for canaries and principal tags
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
@@ -373,7 +376,36 @@ func (v *Verifier) HoldBack() int { return v.holdBack }
 
 // Mint returns the canary token of an exchange ID: a keyed nonce rendered
 // as "aishield-canary-" and 16 base32 characters.
-func (v *Verifier) Mint(exchange string) string { return mintCanary(v.canaryKey, exchange) }
+func (v *Verifier) Mint(exchange string) string {
+	m := v.getMAC()
+	tok := m.mintCanary(exchange)
+	v.tagMAC.Put(m)
+	return tok
+}
+
+// keyedMAC is an HMAC-SHA256 under CanaryKey with a buffer for its input,
+// pooled per Verifier: canaries and principal tags are computed without
+// allocating.
+type keyedMAC struct {
+	h   hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+func (v *Verifier) getMAC() *keyedMAC {
+	if m, ok := v.tagMAC.Get().(*keyedMAC); ok {
+		return m
+	}
+	return &keyedMAC{h: hmac.New(sha256.New, v.canaryKey)}
+}
+
+// of returns the MAC of domain and s, valid until the next call.
+func (m *keyedMAC) of(domain, s string) []byte {
+	m.h.Reset()
+	m.buf = append(append(m.buf[:0], domain...), s...)
+	m.h.Write(m.buf)
+	return m.h.Sum(m.sum[:0])
+}
 
 // MintCanary implements inbound.CanaryMinter: it returns the canary line to
 // place in the request of ex (see [CanaryLine]).
