@@ -499,6 +499,14 @@ func abortFinish(reason string) bool {
 	return false
 }
 
+// scanStep is the undecided text (after what entities, canaries and
+// template tokens are decided in) that a piece must leave for check to scan
+// again: a stream of small pieces (a token or two each) is scanned every
+// scanStep bytes or so, not once a piece, each scan reading the region
+// again with its look-back. What is undecided is held back, so this bounds
+// the hold-back it adds in clean prose.
+const scanStep = 24
+
 // check verifies the text received so far. Fingerprints are looked up
 // as soon as they are selected and their last word has ended; entities,
 // canaries and template tokens are decided up to where they are final
@@ -527,7 +535,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			return sigs, err
 		}
 	}
-	if end <= s.decided {
+	if end <= s.decided || !final && end-s.decided < scanStep {
+		// Nothing new, or too little to be worth a scan: what is decided
+		// is decided by the next scan just the same, which sees this text
+		// and more (whatever follows, the findings before the settled
+		// point are final).
 		s.vouch(final)
 		return sigs, nil
 	}
