@@ -65,13 +65,13 @@ type MemoryOptions struct {
 	// MaxBytes bounds the store's memory, as [MemoryStore.Bytes] counts it
 	// (its index, exchange table, fingerprint lists, posting lists and
 	// exchange IDs) with 1/64 of it left to the allocator's rounding: once
-	// a recording would take it past that,
-	// exchanges are forgotten in the same order as for MaxExchanges
-	// (those closest to expiry first) until it fits, the exchange being
-	// recorded excepted; [MemoryStore.Forgotten] counts them. The index
-	// never shrinks, so the bound also stops it from growing: its table
-	// doubles only while the doubled table fits. 0 means no bound but the
-	// others.
+	// a recording takes it past that, exchanges are forgotten in the same
+	// order as for MaxExchanges (those closest to expiry first) until it
+	// fits or one exchange is left; [MemoryStore.Forgotten] counts them.
+	// The index never shrinks, so the bound also stops it from growing:
+	// its table doubles only while the doubled table fits (exchanges are
+	// forgotten first to make room, the one being recorded excepted). 0
+	// means no bound but the others.
 	MaxBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -254,7 +254,7 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 		ex.hashes = slices.Clip(slices.Clone(ex.hashes)) // no slack kept for long
 	}
 	s.varBytes += 8 * int64(cap(ex.hashes)-capBefore)
-	s.bound(slot)
+	s.bound()
 	return nil
 }
 
@@ -480,11 +480,11 @@ func (s *MemoryStore) expire(now int64) {
 }
 
 // bound forgets the exchanges closest to expiry (the least recently
-// recorded, when all share a TTL) until the store is within its bounds,
-// never keep, the exchange just recorded.
-func (s *MemoryStore) bound(keep uint32) {
+// recorded, when all share a TTL) until the store is within its bounds or
+// holds one exchange.
+func (s *MemoryStore) bound() {
 	for (s.live > s.opts.MaxExchanges || s.entries > s.opts.MaxEntries ||
-		s.opts.MaxBytes > 0 && s.bytes() > s.limit()) && s.live > 1 && s.head != keep {
+		s.opts.MaxBytes > 0 && s.bytes() > s.limit()) && s.live > 1 {
 		s.forget(s.head)
 		s.forgotten++
 	}
