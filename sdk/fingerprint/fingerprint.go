@@ -280,6 +280,7 @@ func (w *Winnower) feed(p []byte) {
 	mask, hmask := w.mask, w.hmask
 	k, win := w.k, w.w
 	pow, seed := w.pow, w.seed
+	gram := w.gram
 	h, n, in, space := w.h, w.n, w.in, w.space
 	minIdx, minH := w.minIdx, w.minH
 	for i := 0; i < len(p); i++ {
@@ -337,8 +338,8 @@ func (w *Winnower) feed(p []byte) {
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
 		hr[idx&hmask] = x
-		if w.gram != nil {
-			w.gram(x)
+		if gram != nil {
+			gram(x)
 		}
 		if x <= minH || minIdx <= idx-win || idx == win-1 {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
