@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -97,6 +98,7 @@ type rawInbound struct {
 	PrivateInstructions bool   `mapstructure:"private_instructions"`
 	FingerprintTTL      string `mapstructure:"fingerprint_ttl"`
 	MaxExchanges        int    `mapstructure:"max_exchanges"`
+	MaxMemory           string `mapstructure:"max_memory"`
 }
 
 type rawRedaction struct {
@@ -416,6 +418,61 @@ func (t *translator) duration(field, s string) time.Duration {
 	return d
 }
 
+// MinMaxMemory is the smallest inbound.max_memory: 1 MiB.
+const MinMaxMemory = 1 << 20
+
+// ParseSize parses a size in bytes: a whole number followed by an optional
+// unit, B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of
+// 1024), case-insensitive, with optional spaces (only) around the number and the unit:
+// "536870912", "512MiB", "1 GB". Its errors quote at most the first 32
+// bytes of s.
+func ParseSize(s string) (int64, error) {
+	t := strings.Trim(s, " ")
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	quoted := s
+	if len(quoted) > 32 {
+		quoted = quoted[:32] + "…"
+	}
+	bad := fmt.Errorf("%q is not a size such as 512MiB, 2GB or 1048576 (bytes)", quoted)
+	if i == 0 || i > 18 {
+		return 0, bad
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, bad
+	}
+	var mult int64
+	switch strings.ToLower(strings.TrimLeft(t[i:], " ")) {
+	case "", "b":
+		mult = 1
+	case "kb":
+		mult = 1e3
+	case "mb":
+		mult = 1e6
+	case "gb":
+		mult = 1e9
+	case "tb":
+		mult = 1e12
+	case "kib":
+		mult = 1 << 10
+	case "mib":
+		mult = 1 << 20
+	case "gib":
+		mult = 1 << 30
+	case "tib":
+		mult = 1 << 40
+	default:
+		return 0, bad
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is too large a size", quoted)
+	}
+	return n * mult, nil
+}
+
 // translate checks raw and builds a Policy; the problems name fields.
 func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	t := &translator{file: file}
@@ -578,6 +635,17 @@ func translate(raw rawPolicy, file string) (*Policy, []*FieldError) {
 	p.Inbound.FingerprintTTL = t.duration("inbound.fingerprint_ttl", raw.Inbound.FingerprintTTL)
 	if raw.Inbound.MaxExchanges < 0 {
 		t.add("inbound.max_exchanges", "invalid-value", "max_exchanges may not be negative")
+	}
+	if raw.Inbound.MaxMemory != "" {
+		n, err := ParseSize(raw.Inbound.MaxMemory)
+		switch {
+		case err != nil:
+			t.add("inbound.max_memory", "invalid-value", "%v", err)
+		case n < MinMaxMemory:
+			t.add("inbound.max_memory", "invalid-value", "max_memory is at least 1MiB, not %s", raw.Inbound.MaxMemory)
+		default:
+			p.Inbound.MaxMemory = n
+		}
 	}
 	if len(raw.Inbound.Signals) > 0 {
 		p.Inbound.Signals = map[string]SignalAction{}

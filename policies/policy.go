@@ -256,6 +256,11 @@ type Inbound struct {
 	// MaxExchanges bounds how many exchanges are remembered; 0 leaves the
 	// verifier's default.
 	MaxExchanges int
+	// MaxMemory bounds the memory, in bytes, of the verifier's in-process
+	// store of exchanges (policy: max_memory, a size such as "512MiB");
+	// once reached, the oldest exchanges are forgotten first, as with
+	// MaxExchanges. 0 means no bound but MaxExchanges.
+	MaxMemory int64
 }
 
 // Action returns the action for signal, which may be given with or without

@@ -26,6 +26,7 @@ import (
 func newProxyCmd() *cobra.Command {
 	var (
 		policyRef, listen, upstream, redisAddr, auditPath, principalHeader string
+		maxMemory                                                          string
 		redisCA, callerKeysPath, tlsCert, tlsKey, clientCA                 string
 		maxBody, maxInFlight, maxStream                                    int64
 		maxConcurrent                                                      int
@@ -71,7 +72,9 @@ aishield_destination_quarantined per destination.
 Resources are bounded: --max-concurrent requests at once (429 with Retry-After beyond),
 --max-in-flight-bytes of request bodies in all (429), --max-body per body (413),
 --body-timeout to receive a body (408), --max-stream-bytes per streamed answer (cut with an
-error event). /metrics counts each breach (aishield_proxy_limit_total).
+error event). /metrics counts each breach (aishield_proxy_limit_total). --max-memory (or the
+policy's inbound.max_memory) bounds the memory of the exchanges remembered for verification:
+past it the oldest are forgotten first.
 
 On an address other than loopback the proxy refuses to start unless callers authenticate:
 --caller-keys FILE (one key per line, or sha256:HEX; callers send X-Aishield-Key: KEY or
@@ -89,6 +92,19 @@ from the connection itself.`,
 			pol, err := policies.LoadRef(policyRef)
 			if err != nil {
 				return withCode(2, err)
+			}
+			if maxMemory != "" {
+				n, err := policies.ParseSize(maxMemory)
+				if err == nil && n < policies.MinMaxMemory {
+					err = fmt.Errorf("at least 1MiB")
+				}
+				if err != nil {
+					return withCode(2, fmt.Errorf("--max-memory: %w", err))
+				}
+				if redisAddress(redisAddr) != "" {
+					return withCode(2, errors.New("--max-memory bounds the exchanges remembered in this process; with --redis they are in Redis (bound it with its maxmemory)"))
+				}
+				pol.Inbound.MaxMemory = n
 			}
 			opts := proxy.Options{Policy: pol, Upstream: upstream, MaxBody: maxBody, UpstreamTimeout: timeout, IdleTimeout: idle,
 				PrincipalHeader: principalHeader, MaxConcurrent: maxConcurrent, MaxInFlightBytes: maxInFlight,
@@ -198,6 +214,7 @@ from the connection itself.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (keep it on loopback unless you mean it)")
 	f.StringVar(&upstream, "upstream", "", "destination of requests outside /d/{destination}/")
 	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through Redis: host:port or redis[s]://[user:password@]host:port/db (default $"+envRedisURL+"; password also from $"+envRedisPassword+")")
+	f.StringVar(&maxMemory, "max-memory", "", "bound the memory of the exchanges remembered for inbound verification, such as 512MiB (default: the policy's inbound.max_memory, else only max_exchanges); the oldest are forgotten first")
 	f.StringVar(&redisCA, "redis-ca", "", "PEM file of the CA a rediss:// server's certificate must chain to (default: the system's roots)")
 	f.IntVar(&maxConcurrent, "max-concurrent", proxy.DefaultMaxConcurrent, "API requests served at once; beyond, 429 with Retry-After (negative: no limit)")
 	f.Int64Var(&maxInFlight, "max-in-flight-bytes", 0, "sum of the request bodies being served; beyond, 429 (0: four times --max-body; negative: no limit)")

@@ -250,3 +250,23 @@ func postChat(t *testing.T, base, key string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestProxyMaxMemoryFlag: --max-memory takes a size of at least 1MiB, and
+// is refused with --redis (the exchanges are then in Redis); a bad value
+// exits 2 before anything listens, naming the flag.
+func TestProxyMaxMemoryFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-memory", "lots"}, "--max-memory"},
+		{[]string{"--max-memory", "512KiB"}, "at least 1MiB"},
+		{[]string{"--max-memory", "64MiB", "--redis", "127.0.0.1:1"}, "with --redis"},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"proxy", "--policy", "default", "--listen", "127.0.0.1:0", "--quiet"}, tc.args...)
+		if code := run(context.Background(), args, strings.NewReader(""), &out, &out); code != 2 || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.args, code, out.String(), tc.want)
+		}
+	}
+}

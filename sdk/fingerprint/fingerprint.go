@@ -155,26 +155,29 @@ func newNormTable(strip bool) *normTable {
 // algorithm of the winnowing paper), so selection costs O(1) amortised and
 // nothing is allocated per byte.
 type Winnower struct {
-	k, w   int
-	seed   uint64
-	tab    *normTable
-	pow    uint64 // base^k
-	h      uint64
-	mask   int    // len(ring)-1; the ring holds at least k+w normalised bytes
-	ring   []byte // last normalised bytes, by normalised index & mask
-	offs   []int  // input offset of each of them
-	n      int    // normalised bytes so far
-	space  bool   // last normalised byte was a space (or nothing yet)
-	in     int    // input bytes consumed so far
-	pend   [utf8.UTFMax]byte
-	npend  int
-	hr     []uint64 // last k-gram hashes, by k-gram index & hmask
-	hmask  int
-	minIdx int    // k-gram index of the current window's rightmost minimum
-	minH   uint64 // its hash
-	last   int    // k-gram index of the last selected fingerprint, -1 none
-	out    []Fingerprint
-	each   func(hash uint64) // KGrams: called for each selection instead of out
+	k, w    int
+	seed    uint64
+	tab     *normTable
+	pow     uint64 // base^k
+	h       uint64
+	mask    int    // len(ring)-1; the ring holds at least k+w normalised bytes
+	ring    []byte // last normalised bytes, by normalised index & mask
+	offs    []int  // input offset of each of them
+	n       int    // normalised bytes so far
+	space   bool   // last normalised byte was a space (or nothing yet)
+	in      int    // input bytes consumed so far
+	pend    [utf8.UTFMax]byte
+	npend   int
+	hr      []uint64 // last k-gram hashes, by k-gram index & hmask
+	hmask   int
+	minIdx  int    // k-gram index of the current window's rightmost minimum
+	minH    uint64 // its hash
+	last    int    // k-gram index of the last selected fingerprint, -1 none
+	out     []Fingerprint
+	each    func(hash uint64) // KGrams: called for each selection instead of out
+	gram    func(hash uint64) // HashesAndGrams: called for every k-gram
+	hashes  []uint64          // HashesOf: selections appended here instead of out, when collect
+	collect bool
 }
 
 // NewWinnower returns a Winnower with opts.
@@ -277,6 +280,7 @@ func (w *Winnower) feed(p []byte) {
 	mask, hmask := w.mask, w.hmask
 	k, win := w.k, w.w
 	pow, seed := w.pow, w.seed
+	gram := w.gram
 	h, n, in, space := w.h, w.n, w.in, w.space
 	minIdx, minH := w.minIdx, w.minH
 	for i := 0; i < len(p); i++ {
@@ -334,6 +338,9 @@ func (w *Winnower) feed(p []byte) {
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
 		hr[idx&hmask] = x
+		if gram != nil {
+			gram(x)
+		}
 		if x <= minH || minIdx <= idx-win || idx == win-1 {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
 		}
@@ -393,6 +400,9 @@ func (w *Winnower) push(c byte, off int) {
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
 	w.hr[idx&w.hmask] = x
+	if w.gram != nil {
+		w.gram(x)
+	}
 	if x <= w.minH || w.minIdx <= idx-w.w || idx == w.w-1 {
 		w.minIdx, w.minH = w.slide(x, idx, w.minIdx, w.minH)
 	}
@@ -420,6 +430,10 @@ func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
 		return minIdx, minH // no full window yet, or the same selection
 	}
 	w.last = minIdx
+	if w.collect {
+		w.hashes = append(w.hashes, minH)
+		return minIdx, minH
+	}
 	if w.each != nil {
 		w.each(minH)
 		return minIdx, minH
@@ -458,10 +472,21 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 // hashes of a large text holds 8 bytes per fingerprint instead of 24, and
 // nothing twice. It resets w before and after.
 func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
+	return w.HashesAndGrams(dst, text, nil)
+}
+
+// HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
+// to dst the hashes of the fingerprints of text, in order of position
+// (duplicates kept), and calls gram with the hash of every k-gram of text,
+// in order (nil: none). Each k-gram is hashed once for both: a request
+// whose k-gram set and fingerprints are both needed is read once. It
+// resets w before and after.
+func (w *Winnower) HashesAndGrams(dst []uint64, text []byte, gram func(hash uint64)) []uint64 {
 	w.Reset()
-	w.each = func(h uint64) { dst = append(dst, h) }
+	w.hashes, w.collect, w.gram = dst, true, gram
 	_, _ = w.Write(text)
-	w.each = nil
+	dst = w.hashes
+	w.hashes, w.collect, w.gram = nil, false, nil
 	w.Reset()
 	return dst
 }

@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -69,5 +70,36 @@ func TestLookupRefs(t *testing.T) {
 	_ = small.LookupRefs(ctx, "", []uint64{9}, &r)
 	if id, _ := small.ExchangeID(r.Of(0)[0]); id != "y" || r.Others[0] != 1 {
 		t.Fatalf("after eviction: %v %v", id, r.Others)
+	}
+}
+
+// TestHashesAndGrams: the one-pass form gives exactly what HashesOf and
+// KGrams give separately, on prose, random bytes, multi-byte and invalid
+// UTF-8, and texts shorter than a k-gram, with one Winnower reused.
+func TestHashesAndGrams(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	texts := []string{
+		"", "short", "The  Quick brown fox jumps over the lazy dog, twice: ÉTÉ été.",
+		"\xff\xfe\xe2\x82 \xf0\x9f\x98\x80 ÀÉÎ   \x00\x00 tab\tnew\nline and more text after it",
+		prose(r, 4<<10), randomText(r, 1<<10),
+	}
+	for _, opts := range []Options{{}, {K: 4, Window: 3, Seed: 9}, {StripPunctuation: true}} {
+		w := NewWinnower(opts)
+		for i, text := range texts {
+			want := w.HashesOf(nil, []byte(text))
+			var wantGrams []uint64
+			KGrams([]byte(text), opts, func(h uint64) { wantGrams = append(wantGrams, h) })
+			var grams []uint64
+			got := w.HashesAndGrams([]uint64{42}, []byte(text), func(h uint64) { grams = append(grams, h) })
+			if len(got) == 0 || got[0] != 42 || !slices.Equal(got[1:], want) {
+				t.Errorf("opts %+v text %d: %d hashes, want %d after the given one", opts, i, len(got)-1, len(want))
+			}
+			if !slices.Equal(grams, wantGrams) {
+				t.Errorf("opts %+v text %d: %d k-grams, want %d", opts, i, len(grams), len(wantGrams))
+			}
+			if again := w.HashesOf(nil, []byte(text)); !slices.Equal(again, want) {
+				t.Errorf("opts %+v text %d: the winnower was not reset", opts, i)
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/binary"
@@ -20,21 +19,22 @@ const CanaryLen = len(CanaryPrefix) + canaryBodyLen
 
 var canaryEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// mintCanary returns the canary token of exchange under key:
+// mintCanary returns the canary token of exchange under m's key:
 // CanaryPrefix + base32(HMAC-SHA256(key, "aishield-canary\x00" + exchange)[:10]).
-func mintCanary(key []byte, exchange string) string {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("aishield-canary\x00"))
-	mac.Write([]byte(exchange))
-	sum := mac.Sum(nil)
-	return CanaryPrefix + canaryEncoding.EncodeToString(sum[:10])
+func (m *keyedMAC) mintCanary(exchange string) string {
+	sum := m.of("aishield-canary\x00", exchange)
+	var tok [len(CanaryPrefix) + canaryBodyLen]byte
+	copy(tok[:], CanaryPrefix)
+	canaryEncoding.Encode(tok[len(CanaryPrefix):], sum[:10])
+	return string(tok[:])
 }
 
 // canaryKey is the store key under which an exchange records its canary,
 // so that a canary found elsewhere names the exchange it was minted for.
 // The domain tag keeps it apart from text fingerprints.
 func canaryKey(token string) uint64 {
-	sum := sha256.Sum256([]byte("aishield-canary-key\x00" + token))
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(buf[:0], "aishield-canary-key\x00"...), token...))
 	return binary.BigEndian.Uint64(sum[:8])
 }
 

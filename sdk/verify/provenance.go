@@ -2,12 +2,10 @@ package verify
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -239,14 +237,8 @@ func (v *Verifier) principalTag(p string) string {
 // appendTag appends the tag of principal p (not "") to dst: HMAC-SHA256
 // under CanaryKey, its first ptagLen/2 bytes in hex.
 func (v *Verifier) appendTag(dst []byte, p string) []byte {
-	m, _ := v.tagMAC.Get().(hash.Hash)
-	if m == nil {
-		m = hmac.New(sha256.New, v.canaryKey)
-	}
-	m.Reset()
-	m.Write([]byte("aishield-principal\x00" + p))
-	var sum [sha256.Size]byte
-	dst = hex.AppendEncode(dst, m.Sum(sum[:0])[:ptagLen/2])
+	m := v.getMAC()
+	dst = hex.AppendEncode(dst, m.of("aishield-principal\x00", p)[:ptagLen/2])
 	v.tagMAC.Put(m)
 	return dst
 }

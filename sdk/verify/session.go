@@ -23,21 +23,18 @@ type session struct {
 	v  *Verifier
 	ex *inbound.Exchange
 
-	own       map[string]bool // entity hashes of the request
-	reqNorm   []byte          // the request's texts, case and spaces folded (requestHolds), on first use
-	templates map[int]bool    // template tokens present in the request
-	canary    string          // this exchange's canary token, "" none
-	ptag      string          // the principal's tag, "" unknown (see provenance.go)
-	holder    string          // the holder name of the request in the store
-	signalled bool            // a signal was returned: the answer is nobody's source
+	templates map[int]bool // template tokens present in the request
+	canary    string       // this exchange's canary token, "" none
+	ptag      string       // the principal's tag, "" unknown (see provenance.go)
+	holder    string       // the holder name of the request in the store
+	signalled bool         // a signal was returned: the answer is nobody's source
 
 	buf      []byte // response text so far
 	verified int    // bytes of buf vouched for (released): see hold.go
 	decided  int    // bytes of buf in which entities, canaries and template tokens are decided
 	*scratch        // returned to the Verifier's pool on Close
 
-	names    []string // holder names of stores without compact answers
-	runs     []run
+	names    []string          // holder names of stores without compact answers
 	reported []fingerprint.Ref // sources reported, or never to be (own principal, related answer)
 	named    []string          // exchanges named by a cross-exchange signal
 	answers  []fingerprint.Ref // answer sources whose run is complete at the current fingerprint
@@ -51,6 +48,8 @@ type session struct {
 // scratch is the working memory of a session that nothing references after
 // Close: it is reused by later sessions.
 type scratch struct {
+	own      map[string]bool // entity hashes of the request
+	runs     []run           // runs of fingerprints shared with other exchanges
 	win      *fingerprint.Winnower
 	grams    hashSet  // every k-gram of the request
 	ownWords hashSet  // name-like words of the request, on first use
@@ -73,6 +72,12 @@ type scratch struct {
 	hashes  []uint64
 	refs    fingerprint.Refs
 	words   []span
+	// Entity keys of foreign values and their holders.
+	ekeys      []uint64
+	erefs      fingerprint.Refs
+	norm       []byte // a value normalised (requestHolds)
+	reqNorm    []byte // the request's texts, case and spaces folded (requestHolds), on first use
+	hasReqNorm bool
 
 	// Provenance (see provenance.go): the holders met, resolved on first
 	// use, and the request's sketch for related-request checks.
@@ -104,12 +109,13 @@ const maxPooledSlots = 1 << 16
 func (v *Verifier) getScratch() *scratch {
 	if sc, ok := v.scratch.Get().(*scratch); ok {
 		sc.win.Reset()
-		sc.hasWords, sc.hasSketch, sc.hasDigests, sc.recorded = false, false, false, false
-		sc.respFP, sc.fps, sc.holders = sc.respFP[:0], sc.fps[:0], sc.holders[:0]
+		sc.hasWords, sc.hasSketch, sc.hasDigests, sc.recorded, sc.hasReqNorm = false, false, false, false, false
+		sc.respFP, sc.fps, sc.holders, sc.runs = sc.respFP[:0], sc.fps[:0], sc.holders[:0], sc.runs[:0]
+		clear(sc.own)
 		clear(sc.hidx)
 		return sc
 	}
-	return &scratch{win: fingerprint.NewWinnower(v.opts.Fingerprint)}
+	return &scratch{win: fingerprint.NewWinnower(v.opts.Fingerprint), own: map[string]bool{}}
 }
 
 func (v *Verifier) putScratch(sc *scratch) {
@@ -117,7 +123,7 @@ func (v *Verifier) putScratch(sc *scratch) {
 		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
 		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots ||
 		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots ||
-		cap(sc.kfps) > maxPooledSlots {
+		cap(sc.kfps) > maxPooledSlots || cap(sc.reqNorm) > 8*maxPooledSlots || len(sc.own) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -158,7 +164,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	if ex == nil || ex.ID == "" {
 		return nil, errors.New("verify: exchange without ID")
 	}
-	s := &session{v: v, ex: ex, own: map[string]bool{}, scratch: v.getScratch()}
+	s := &session{v: v, ex: ex, scratch: v.getScratch()}
 	// The request's texts, as written and as sent, copied once into the
 	// scratch buffer: texts are the distinct ones, sent those that left.
 	s.req, s.texts, s.sent = s.req[:0], s.texts[:0], s.sent[:0]
@@ -215,14 +221,15 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		}
 	}
 	// The request's fingerprints are recorded; every k-gram of it (as sent
-	// and as written) is the exchange's own material, never evidence.
+	// and as written) is the exchange's own material, never evidence. Both
+	// come from one pass over each text that left (the fingerprints are
+	// selected among the k-grams hashed for the set); a text written
+	// otherwise than it left is read for its k-grams only.
 	crossOn := v.on(policies.SignalCrossExchange)
+	var addGram func(h uint64)
 	if crossOn {
 		s.grams.reset(len(s.req))
-		addGram := func(h uint64) { s.grams.add(h) }
-		for _, t := range s.texts {
-			fingerprint.KGrams(s.req[t.start:t.end], v.opts.Fingerprint, addGram)
-		}
+		addGram = s.grams.add
 	}
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
@@ -237,7 +244,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
 		start := len(record)
-		record = s.win.HashesOf(record, s.req[t.start:t.end])
+		record = s.win.HashesAndGrams(record, s.req[t.start:t.end], addGram)
 		switch {
 		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
 			s.written = append(s.written, span{start, len(record)})
@@ -247,6 +254,14 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 		if s.instruction(i) {
 			s.instr = append(s.instr, span{start, len(record)})
 		}
+	}
+	if crossOn {
+		for _, t := range s.texts {
+			if !slices.Contains(s.sent, t) {
+				s.respFP = s.win.HashesAndGrams(s.respFP[:0], s.req[t.start:t.end], addGram)
+			}
+		}
+		s.respFP = s.respFP[:0]
 	}
 	s.win.Reset()
 	s.fps = s.fps[:0]
@@ -484,6 +499,14 @@ func abortFinish(reason string) bool {
 	return false
 }
 
+// scanStep is the undecided text (after what entities, canaries and
+// template tokens are decided in) that a piece must leave for check to scan
+// again: a stream of small pieces (a token or two each) is scanned every
+// scanStep bytes or so, not once a piece, each scan reading the region
+// again with its look-back. What is undecided is held back, so this bounds
+// the hold-back it adds in clean prose.
+const scanStep = 24
+
 // check verifies the text received so far. Fingerprints are looked up
 // as soon as they are selected and their last word has ended; entities,
 // canaries and template tokens are decided up to where they are final
@@ -512,7 +535,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			return sigs, err
 		}
 	}
-	if end <= s.decided {
+	if end <= s.decided || !final && end-s.decided < scanStep {
+		// Nothing new, or too little to be worth a scan: what is decided
+		// is decided by the next scan just the same, which sees this text
+		// and more (whatever follows, the findings before the settled
+		// point are final).
 		s.vouch(final)
 		return sigs, nil
 	}
@@ -582,12 +609,12 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 	}
 	if v.on(policies.SignalForeignEntity) {
 		var foreign []inbound.Signal
-		var keys []uint64
+		keys := s.ekeys[:0]
 		for _, f := range fs {
 			if !accept(f.Start, f.End) || s.own[f.Hash] || overlapsCanary(canaries, f) {
 				continue
 			}
-			if v.allow.allowed(f.Detector, string(region[f.Start:f.End])) {
+			if len(v.allow.values) > 0 && v.allow.allowed(f.Detector, string(region[f.Start:f.End])) {
 				continue
 			}
 			if s.requestHolds(region[f.Start:f.End]) {
@@ -597,25 +624,25 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				// user's own text.
 				continue
 			}
-			msg := f.Detector + " value that the request did not contain"
-			if v.sourced[f.Detector] {
-				msg += ", from another exchange's request"
-			}
 			foreign = append(foreign, inbound.Signal{ID: policies.SignalForeignEntity, Detector: f.Detector,
-				Start: lo + f.Start, End: lo + f.End, Preview: f.Preview, Confidence: f.Confidence,
-				Message: msg})
+				Start: lo + f.Start, End: lo + f.End, Preview: f.Preview, Confidence: f.Confidence})
 			keys = append(keys, entityKey(f.Hash))
 		}
+		s.ekeys = keys
 		if len(keys) > 0 {
 			// Name the exchanges whose requests carried the value, when the
-			// store remembers them.
-			hs, err := v.store.Lookup(ctx, keys)
-			if err != nil {
+			// store remembers them (this exchange's own request left out).
+			if err := s.lookupInto(ctx, keys, &s.erefs); err != nil {
 				return sigs, fmt.Errorf("verify: entity lookup: %w", err)
 			}
 			for i := range foreign {
-				others, mine := hs[i].Count, 0
-				for _, name := range hs[i].Exchanges {
+				others, mine := int(s.erefs.Others[i]), 0
+				listed := s.erefs.Of(i)
+				for _, ref := range listed {
+					name, ok := s.name(ref)
+					if !ok {
+						continue // forgotten since the lookup
+					}
 					h := parseHolder(name)
 					switch {
 					case h.id == s.ex.ID:
@@ -629,7 +656,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				// A value that only requests of this principal carried
 				// (all of its holders are known) is the principal's own
 				// (a conversation continued server-side).
-				if mine > 0 && len(foreign[i].Sources) == 0 && hs[i].Count <= len(hs[i].Exchanges) {
+				if mine > 0 && len(foreign[i].Sources) == 0 && int(s.erefs.Others[i]) <= len(listed) {
 					continue
 				}
 				// A sourced detector's value is a signal only when
@@ -637,6 +664,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				// that it is common knowledge.
 				if v.sourced[foreign[i].Detector] && (len(foreign[i].Sources) == 0 || others > v.opts.MaxDocFreq) {
 					continue
+				}
+				if v.sourced[foreign[i].Detector] {
+					foreign[i].Message = foreign[i].Detector + " value that the request did not contain, from another exchange's request"
+				} else {
+					foreign[i].Message = foreign[i].Detector + " value that the request did not contain"
 				}
 				sigs = append(sigs, foreign[i])
 			}
@@ -1052,17 +1084,20 @@ type refStore interface {
 }
 
 // lookup fills s.refs for s.hashes, leaving this exchange's request out.
+func (s *session) lookup(ctx context.Context) error { return s.lookupInto(ctx, s.hashes, &s.refs) }
+
+// lookupInto fills refs for hashes, leaving this exchange's request out.
 // Stores without a compact form answer with holder names, which the session
 // numbers itself.
-func (s *session) lookup(ctx context.Context) error {
+func (s *session) lookupInto(ctx context.Context, hashes []uint64, refs *fingerprint.Refs) error {
 	if rs := s.v.refStore; rs != nil {
-		return rs.LookupRefs(ctx, s.holder, s.hashes, &s.refs)
+		return rs.LookupRefs(ctx, s.holder, hashes, refs)
 	}
-	hs, err := s.v.store.Lookup(ctx, s.hashes)
+	hs, err := s.v.store.Lookup(ctx, hashes)
 	if err != nil {
 		return err
 	}
-	s.refs.Reset(len(s.hashes))
+	refs.Reset(len(hashes))
 	for i, h := range hs {
 		n := h.Count
 		for _, id := range h.Exchanges {
@@ -1075,10 +1110,10 @@ func (s *session) lookup(ctx context.Context) error {
 				j = len(s.names)
 				s.names = append(s.names, id)
 			}
-			s.refs.Holders = append(s.refs.Holders, fingerprint.Ref(j+1))
+			refs.Holders = append(refs.Holders, fingerprint.Ref(j+1))
 		}
-		s.refs.Others[i] = int32(n)
-		s.refs.Start = append(s.refs.Start, int32(len(s.refs.Holders)))
+		refs.Others[i] = int32(n)
+		refs.Start = append(refs.Start, int32(len(refs.Holders)))
 	}
 	return nil
 }
@@ -1123,20 +1158,20 @@ func (s *session) requestWords() *hashSet {
 // requestHolds reports whether the request's texts hold value as it is,
 // up to case and runs of white space.
 func (s *session) requestHolds(value []byte) bool {
-	norm := normalizeSpace(value)
-	if len(norm) == 0 {
+	s.norm = appendNormalizeSpace(s.norm[:0], value)
+	if len(s.norm) == 0 {
 		return false
 	}
-	if s.reqNorm == nil {
-		s.reqNorm = normalizeSpace(s.req)
+	if !s.hasReqNorm {
+		s.hasReqNorm = true
+		s.reqNorm = appendNormalizeSpace(s.reqNorm[:0], s.req)
 	}
-	return bytes.Contains(s.reqNorm, norm)
+	return bytes.Contains(s.reqNorm, s.norm)
 }
 
-// normalizeSpace lower-cases b's ASCII letters and collapses every run of
-// white space into one space.
-func normalizeSpace(b []byte) []byte {
-	out := make([]byte, 0, len(b))
+// appendNormalizeSpace appends to out b with its ASCII letters lower-cased
+// and every run of white space collapsed into one space.
+func appendNormalizeSpace(out, b []byte) []byte {
 	space := false
 	for _, c := range bytes.TrimSpace(b) {
 		switch {
@@ -1227,6 +1262,7 @@ func (a allowList) allowed(detector, value string) bool {
 // exchanges it came from; the domain tag keeps it apart from text
 // fingerprints.
 func entityKey(hash string) uint64 {
-	sum := sha256.Sum256([]byte("aishield-entity\x00" + hash))
+	var buf [128]byte
+	sum := sha256.Sum256(append(append(buf[:0], "aishield-entity\x00"...), hash...))
 	return binary.BigEndian.Uint64(sum[:8])
 }

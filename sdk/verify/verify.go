@@ -80,9 +80,12 @@ package verify
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,7 +115,8 @@ const (
 // blocks, a random keyed scanner, an in-memory store.
 type Options struct {
 	// Inbound is the policy's inbound section: per-signal actions and the
-	// allow-list. TTL and MaxExchanges size the default memory store.
+	// allow-list. TTL, MaxExchanges and MaxMemory size the default memory
+	// store.
 	Inbound policies.Inbound
 	// Scanner classifies response text. The exchanges' Findings are used
 	// only when they were hashed under the same key (their FindingsKey is
@@ -126,7 +130,8 @@ type Options struct {
 	// Store remembers fingerprints across exchanges; nil means a
 	// fingerprint.MemoryStore of 3·Inbound.MaxExchanges holders (an
 	// exchange's request, what only its instructions hold, and its answer
-	// are three holders: see provenance.go). Share a
+	// are three holders: see provenance.go) and of at most
+	// Inbound.MaxMemory bytes (see [Verifier.Forgotten]). Share a
 	// fingerprint.RedisStore between processes to see each other's
 	// exchanges (they must then share Fingerprint and CanaryKey: CanaryKey
 	// also keys the principal tags in holder names).
@@ -228,7 +233,7 @@ type Verifier struct {
 	refStore    refStore
 	common      hashSet
 	scratch     sync.Pool // *scratch
-	tagMAC      sync.Pool // hash.Hash: HMAC-SHA256 under canaryKey, for principal tags
+	tagMAC      sync.Pool // *keyedMAC: HMAC-SHA256 under canaryKey, for canaries and principal tags
 	allow       allowList
 	holdBack    int
 	now         func() time.Time // the clock of abort marks (tests set it)
@@ -301,7 +306,7 @@ func New(opts Options) (*Verifier, error) {
 		if n <= 0 {
 			n = fingerprint.DefaultMaxExchanges
 		}
-		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n})
+		v.store = fingerprint.NewMemoryStore(fingerprint.MemoryOptions{MaxExchanges: 3 * n, MaxBytes: opts.Inbound.MaxMemory})
 		v.ownStore = true
 	}
 	v.refStore, _ = v.store.(refStore)
@@ -348,6 +353,18 @@ func New(opts Options) (*Verifier, error) {
 	return v, nil
 }
 
+// Forgotten returns how many holders (an exchange's request, its
+// instructions, its answer) the Verifier's own memory store forgot before
+// their TTL to keep within Inbound.MaxExchanges and Inbound.MaxMemory, and
+// the bytes that store holds (fingerprint.MemoryStore.Bytes); 0, 0 with a
+// store given in Options.
+func (v *Verifier) Forgotten() (holders uint64, bytes int64) {
+	if ms, ok := v.store.(*fingerprint.MemoryStore); ok && v.ownStore {
+		return ms.Forgotten(), ms.Bytes()
+	}
+	return 0, 0
+}
+
 // HoldBack returns the longest hold-back of this Verifier's sessions for
 // text that holds no finding: the longest thing that can straddle two
 // pieces of a stream (an entity, a template token, a canary, the text a
@@ -359,7 +376,36 @@ func (v *Verifier) HoldBack() int { return v.holdBack }
 
 // Mint returns the canary token of an exchange ID: a keyed nonce rendered
 // as "aishield-canary-" and 16 base32 characters.
-func (v *Verifier) Mint(exchange string) string { return mintCanary(v.canaryKey, exchange) }
+func (v *Verifier) Mint(exchange string) string {
+	m := v.getMAC()
+	tok := m.mintCanary(exchange)
+	v.tagMAC.Put(m)
+	return tok
+}
+
+// keyedMAC is an HMAC-SHA256 under CanaryKey with a buffer for its input,
+// pooled per Verifier: canaries and principal tags are computed without
+// allocating.
+type keyedMAC struct {
+	h   hash.Hash
+	buf []byte
+	sum [sha256.Size]byte
+}
+
+func (v *Verifier) getMAC() *keyedMAC {
+	if m, ok := v.tagMAC.Get().(*keyedMAC); ok {
+		return m
+	}
+	return &keyedMAC{h: hmac.New(sha256.New, v.canaryKey)}
+}
+
+// of returns the MAC of domain and s, valid until the next call.
+func (m *keyedMAC) of(domain, s string) []byte {
+	m.h.Reset()
+	m.buf = append(append(m.buf[:0], domain...), s...)
+	m.h.Write(m.buf)
+	return m.h.Sum(m.sum[:0])
+}
 
 // MintCanary implements inbound.CanaryMinter: it returns the canary line to
 // place in the request of ex (see [CanaryLine]).
