@@ -228,4 +228,3 @@ type scanOptions struct {
 	// keyed says finding hashes are keyed by AISHIELD_HASH_KEY.
 	keyed bool
 }
-
