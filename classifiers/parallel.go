@@ -73,7 +73,7 @@ func scanWorkers() int { return runtime.GOMAXPROCS(0) }
 
 // parallelScan scans the chunks next yields (nil when there are no more;
 // an error when the input failed) on workers goroutines, at most
-// 2*workers chunks in flight, and hands the findings of each chunk, in
+// workers+2 chunks in flight, and hands the findings of each chunk, in
 // stream order, to fn. release, when not nil, gets back each chunk once
 // its findings were handed on (to reuse its buffer).
 //
@@ -86,7 +86,7 @@ func (s *Scanner) parallelScan(ctx context.Context, workers int, next func() (*c
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan *chunkWork)
-	order := make(chan *chunkWork, 2*workers)
+	order := make(chan *chunkWork, workers)
 	var nextErr error // set before order is closed
 	var wg sync.WaitGroup
 	for range workers {
@@ -194,7 +194,7 @@ func (s *Scanner) ScanReaderEach(ctx context.Context, r io.Reader, fn func([]Fin
 
 // scanReaderEach is ScanReaderEach on workers goroutines.
 func (s *Scanner) scanReaderEach(ctx context.Context, r io.Reader, workers int, fn func([]Finding) error) error {
-	free := make(chan []byte, 2*workers+2)
+	free := make(chan []byte, workers+2)
 	get := func() []byte {
 		select {
 		case b := <-free:

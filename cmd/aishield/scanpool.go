@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -314,6 +315,24 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 	return out, nil, nil
 }
 
+// streamMemoryLimit is the soft limit of the Go heap (see
+// runtime/debug.SetMemoryLimit) while a large input is streamed: its
+// findings are not kept and the chunks in flight are few, so the heap
+// needs little more than the scanner itself, and the collector, paced by
+// default to let the heap grow to twice what it keeps, returns the
+// difference instead. A limit set with GOMEMLIMIT is left as it is.
+const streamMemoryLimit = 40 << 20
+
+// limitMemory sets streamMemoryLimit and returns the function that puts
+// the previous limit back.
+func limitMemory() (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(streamMemoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
 // reportLarge streams a large input as text unless its start looks
 // binary, reporting its findings a chunk at a time: its memory does not
 // grow with the input nor with its findings. Its decision for sp's
@@ -334,6 +353,7 @@ func reportLarge(ctx context.Context, sc *classifiers.Scanner, in *largeInput, o
 			Reason: fmt.Sprintf("%s file larger than %d MiB: only text is read at this size", doc.Kind, maxWholeFile>>20)})
 		return nil
 	}
+	defer limitMemory()()
 	res := &fileResult{Path: in.name, Kind: "text", streamed: true}
 	dec := sp.streamDecision()
 	if sink != nil {
