@@ -75,7 +75,7 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts s
 	defer cancel()
 	workers := max(1, runtime.GOMAXPROCS(0))
 	jobs := make(chan *scanJob)
-	order := make(chan *scanJob, 2*workers) // bounds the inputs scanned ahead
+	order := make(chan *scanJob, 8*workers) // bounds the inputs scanned ahead: their findings wait for the report
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
