@@ -112,3 +112,15 @@ func BenchmarkScanLargeFile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVersionCommand is the CLI's own start-up once the packages are
+// initialised: the cobra command tree built, the command line parsed, a
+// command run ("version"). Package initialisation is measured with
+// GODEBUG=inittrace=1 (docs/performance.md).
+func BenchmarkVersionCommand(b *testing.B) {
+	for b.Loop() {
+		if code := run(context.Background(), []string{"version"}, nil, io.Discard, io.Discard); code != 0 {
+			b.Fatal("version failed")
+		}
+	}
+}
