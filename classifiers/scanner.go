@@ -298,42 +298,25 @@ func Builtins() []DetectorInfo {
 	return out
 }
 
-// Scan returns the findings in text, sorted by Start. Large inputs are
-// scanned in overlapping chunks. When a custom pattern times out, Scan
-// returns the findings found so far and a *TimeoutError; when ctx is done it
-// returns ctx.Err().
+// Scan returns the findings in text, sorted by Start. Inputs longer than
+// one chunk (1 MiB) are scanned in overlapping chunks on every core
+// (GOMAXPROCS), with the findings a scan on one core gives. When a custom
+// pattern times out, Scan returns every other finding and a *TimeoutError;
+// when ctx is done it returns the findings so far and ctx.Err().
 func (s *Scanner) Scan(ctx context.Context, text []byte) ([]Finding, error) {
-	var all []Finding
-	var firstErr error
-	pos := newPosTracker()
-	base := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return sortFindings(all), err
-		}
-		end := min(base+s.chunk, len(text))
-		last := end == len(text)
-		chunk := text[base:end]
-		acceptLo := 0
-		if base > 0 {
-			acceptLo = s.overlap
-		}
-		acceptHi := len(chunk)
-		if !last {
-			acceptHi = len(chunk) - s.overlap
-		}
-		fs, err := s.scanChunk(ctx, chunk, acceptLo, acceptHi, pos, base)
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		all = appendChunk(all, fs)
-		if last {
-			break
-		}
-		pos.advance(chunk, base, base+acceptHi)
-		base = base + acceptHi - s.overlap
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	return sortFindings(all), firstErr
+	if len(text) <= s.chunk {
+		fs, err := s.scanChunk(ctx, text, 0, len(text), newPosTracker(), 0)
+		return sortFindings(fs), err
+	}
+	var all []Finding
+	err := s.scanEach(ctx, text, scanWorkers(), func(fs []Finding) error {
+		all = appendChunk(all, fs)
+		return nil
+	})
+	return all, err
 }
 
 // ScanString is Scan for a string.
@@ -341,46 +324,17 @@ func (s *Scanner) ScanString(ctx context.Context, text string) ([]Finding, error
 	return s.Scan(ctx, []byte(text))
 }
 
-// ScanReader scans everything r yields, in chunks with overlap, holding at
-// most about one chunk in memory. Offsets are relative to the start of the
-// stream.
+// ScanReader scans everything r yields, in chunks with overlap scanned on
+// every core, holding a few chunks in memory (see ScanReaderEach, which
+// also hands the findings on as they are found). Offsets are relative to
+// the start of the stream.
 func (s *Scanner) ScanReader(ctx context.Context, r io.Reader) ([]Finding, error) {
 	var all []Finding
-	var firstErr error
-	pos := newPosTracker()
-	buf := make([]byte, 0, s.chunk)
-	base := 0     // stream offset of buf[0]
-	acceptLo := 0 // in buf
-	for {
-		if err := ctx.Err(); err != nil {
-			return sortFindings(all), err
-		}
-		n, rerr := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		eof := rerr == io.EOF || rerr == io.ErrUnexpectedEOF
-		if rerr != nil && !eof {
-			return sortFindings(all), fmt.Errorf("classifiers: read: %w", rerr)
-		}
-		acceptHi := len(buf)
-		if !eof {
-			acceptHi = len(buf) - s.overlap
-		}
-		fs, err := s.scanChunk(ctx, buf, acceptLo, acceptHi, pos, base)
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
+	err := s.ScanReaderEach(ctx, r, func(fs []Finding) error {
 		all = appendChunk(all, fs)
-		if eof {
-			break
-		}
-		pos.advance(buf, base, base+acceptHi)
-		keep := acceptHi - s.overlap
-		copy(buf, buf[keep:])
-		buf = buf[:len(buf)-keep]
-		base += keep
-		acceptLo = s.overlap
-	}
-	return sortFindings(all), firstErr
+		return nil
+	})
+	return all, err
 }
 
 // appendChunk appends a chunk's findings to those of the chunks before it

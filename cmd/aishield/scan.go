@@ -1,20 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/aishield/aishield/classifiers"
-	"github.com/aishield/aishield/internal/inputfile"
 	"github.com/aishield/aishield/policies"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
 
@@ -47,24 +39,28 @@ type scanFinding struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
-// fileResult is the scan of one file; later commands (policy decisions,
-// SARIF output) reuse it. Findings keeps the full classifiers.Finding.
+// fileResult is the scan of one file, as the report keeps it: its
+// findings are handed to the report's writer as they come and kept only
+// when the writer needs them all at the end (SARIF).
 type fileResult struct {
 	Path     string
 	Kind     string
 	Skipped  bool
 	Note     string
 	Findings []classifiers.Finding
+	// count is the number of findings reported (after suppression).
+	count int
 
 	// Decision is the policy decision for --destination (scanpolicy.go).
 	Decision *policies.Decision
-	// text is the scanned text, held only until runScan's onFile returns;
+	// text is the scanned text, held only until onFile returns;
 	// streamed says the file was too large to hold.
 	text     string
 	streamed bool
 }
 
-// scanReport is the whole run.
+// scanReport is the whole run. Findings are not kept (see fileResult):
+// the report counts them.
 type scanReport struct {
 	Files []fileResult
 	// NotScanned lists what a walk found and did not read (FIFOs,
@@ -84,6 +80,12 @@ type scanReport struct {
 	Errors int
 	// Interrupted is set when the scan stopped on SIGINT or SIGTERM.
 	Interrupted bool
+	// Found counts the findings reported, WithFindings the files holding
+	// them; FailOn says one of them is at or above --fail-on's level.
+	Found, WithFindings int
+	FailOn              bool
+	// WriteErr is the error writing the report, which ends the scan.
+	WriteErr error
 }
 
 // unreadable counts the files that could not be scanned.
@@ -93,14 +95,6 @@ func (r *scanReport) unreadable() int {
 		if x.Unreadable {
 			n++
 		}
-	}
-	return n
-}
-
-func (r *scanReport) findings() int {
-	n := 0
-	for _, f := range r.Files {
-		n += len(f.Findings)
 	}
 	return n
 }
@@ -173,17 +167,30 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 				}
 			}
 			sopts.keyed = sp.keyed
-			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp.onFile)
-			out := cmd.OutOrStdout()
+			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+			var sink scanSink // findings are written as they come, except in SARIF
 			switch format {
 			case "json":
-				err = writeScanJSON(out, rep)
-			case "sarif":
-				err = sp.writeSARIF(out, rep, allowUnscanned)
-			default:
-				if err = writeScanText(out, rep); err == nil {
-					err = sp.writeDecisions(out, rep)
+				sink = &jsonSink{w: out, keyed: sp.keyed}
+			case "text":
+				sink = &textSink{w: out}
+			}
+			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
+			err = rep.WriteErr
+			if err == nil {
+				switch format {
+				case "sarif":
+					err = sp.writeSARIF(out, rep, allowUnscanned)
+				case "json":
+					err = sink.finish(rep)
+				default:
+					if err = sink.finish(rep); err == nil {
+						err = sp.writeDecisions(out, rep)
+					}
 				}
+			}
+			if err == nil {
+				err = out.Flush()
 			}
 			if err != nil {
 				return withCode(2, err)
@@ -220,253 +227,4 @@ type scanOptions struct {
 	baseline     baseline
 	// keyed says finding hashes are keyed by AISHIELD_HASH_KEY.
 	keyed bool
-}
-
-// runScan collects the inputs of args (scanInputs), scans them in order
-// and reports unreadable inputs on errOut. An archive gives a result per
-// member. Findings on an aishield:allow line, and those whose
-// fingerprint is in the baseline, are dropped and counted. onFile, when
-// not nil, sees each result while its text is still held. When ctx is
-// done the scan stops and rep.Interrupted is set.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, onFile func(context.Context, *fileResult) error) *scanReport {
-	inputs, skipped, ignored, errs := scanInputs(args, opts.inputOptions, errOut)
-	rep := &scanReport{NotScanned: skipped, Ignored: ignored, Errors: errs, Keyed: opts.keyed}
-	progress := len(inputs) > progressThreshold && isTerminal(errOut)
-	for i, in := range inputs {
-		if ctx.Err() != nil {
-			break
-		}
-		if progress && i%50 == 0 {
-			fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
-		}
-		results, err := scanOne(ctx, sc, in, stdin)
-		var nr *errNotRegular
-		if errors.As(err, &nr) && in.walked {
-			rep.NotScanned = append(rep.NotScanned, notScanned{Path: in.path, Reason: nr.kind})
-			continue
-		}
-		for _, res := range results {
-			if err != nil || ctx.Err() != nil {
-				break
-			}
-			if res.Skipped {
-				rep.NotScanned = append(rep.NotScanned, notScanned{Path: res.Path, Reason: res.Note, Unreadable: true})
-				continue
-			}
-			var n int
-			if !res.streamed {
-				res.Findings, n = suppressInline(res.text, res.Findings)
-				rep.Inline += n
-			}
-			if opts.baseline != nil {
-				kept := res.Findings[:0]
-				for _, x := range res.Findings {
-					if opts.baseline[findingFingerprint(res.Path, x)] {
-						rep.Baselined++
-						continue
-					}
-					kept = append(kept, x)
-				}
-				res.Findings = kept
-			}
-			if onFile != nil {
-				err = onFile(ctx, res)
-			}
-			res.text = ""
-			if err == nil {
-				rep.Files = append(rep.Files, *res)
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			fmt.Fprintf(errOut, "aishield: %s: %v\n", in.path, err)
-			rep.Errors++
-			continue
-		}
-	}
-	if progress {
-		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
-	}
-	rep.Interrupted = ctx.Err() != nil
-	return rep
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
-}
-
-// scanOne scans one input: a file, or a stream ("-" is standard input)
-// read as it comes, whole up to maxWholeFile and streamed beyond. Reads
-// waiting on a pipe or a terminal end when ctx is done.
-func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) ([]*fileResult, error) {
-	name := in.path
-	var r io.Reader
-	switch {
-	case in.path == "-":
-		cr, stop := contextReader(ctx, stdin)
-		defer stop()
-		r = cr
-	case in.stream:
-		f, err := inputfile.Open(ctx, in.path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	default:
-		f, st, err := openScanFile(in.path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if st.Size() > maxWholeFile {
-			return one(scanLarge(ctx, sc, name, f))
-		}
-		r = f
-	}
-	data, err := io.ReadAll(io.LimitReader(r, maxWholeFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxWholeFile { // a stream can be of any size
-		return one(scanLarge(ctx, sc, name, io.MultiReader(bytes.NewReader(data), r)))
-	}
-	base := filepath.Base(name)
-	doc, err := sc.ScanDocument(ctx, base, data)
-	if err != nil {
-		return nil, err
-	}
-	if doc.Members == nil {
-		return []*fileResult{{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings, text: doc.Text}}, nil
-	}
-	// An archive: a result per member, named PATH!MEMBER.
-	out := make([]*fileResult, 0, len(doc.Members))
-	for _, m := range doc.Members {
-		out = append(out, &fileResult{Path: name + strings.TrimPrefix(m.Name, base), Kind: m.Kind, Skipped: m.Skipped, Note: m.Note, Findings: m.Findings, text: m.Text})
-	}
-	return out, nil
-}
-
-func one(res *fileResult, err error) ([]*fileResult, error) {
-	if err != nil {
-		return nil, err
-	}
-	return []*fileResult{res}, nil
-}
-
-// scanLarge streams a big input as text unless its start looks binary.
-func scanLarge(ctx context.Context, sc *classifiers.Scanner, name string, r io.Reader) (*fileResult, error) {
-	head := make([]byte, 8<<10)
-	n, err := io.ReadFull(r, head)
-	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return nil, err
-	}
-	head = head[:n]
-	doc, err := sc.ScanDocument(ctx, name, head)
-	if err != nil {
-		return nil, err
-	}
-	if doc.Skipped || doc.Kind != "text" {
-		return &fileResult{Path: name, Kind: doc.Kind, Skipped: true, Note: fmt.Sprintf("%s file larger than %d MiB: only text is read at this size", doc.Kind, maxWholeFile>>20)}, nil
-	}
-	fs, err := sc.ScanReader(ctx, io.MultiReader(bytes.NewReader(head), r))
-	if err != nil {
-		return nil, err
-	}
-	return &fileResult{Path: name, Kind: "text", Findings: fs, streamed: true}, nil
-}
-
-func writeScanText(w io.Writer, rep *scanReport) error {
-	for _, f := range rep.Files {
-		for _, x := range f.Findings {
-			if _, err := fmt.Fprintf(w, "%s:%d:%d: %s %s (confidence %.2f)\n", f.Path, x.Line, x.Column, x.Detector, x.Preview, x.Confidence); err != nil {
-				return err
-			}
-		}
-	}
-	n := rep.findings()
-	withFindings := 0
-	for _, f := range rep.Files {
-		if len(f.Findings) > 0 {
-			withFindings++
-		}
-	}
-	for _, x := range rep.NotScanned {
-		if _, err := fmt.Fprintf(w, "%s: not scanned: %s\n", x.Path, x.Reason); err != nil {
-			return err
-		}
-	}
-	summary := fmt.Sprintf("%d findings in %d of %d files", n, withFindings, len(rep.Files))
-	if n == 0 {
-		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
-	}
-	if u := rep.unreadable(); u > 0 {
-		summary += fmt.Sprintf(" (%d not scanned: unreadable, listed above)", u)
-	}
-	if o := len(rep.NotScanned) - rep.unreadable(); o > 0 {
-		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", o)
-	}
-	if rep.Inline+rep.Baselined > 0 {
-		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
-	}
-	if rep.Ignored > 0 {
-		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
-	}
-	switch {
-	case rep.Interrupted:
-		summary = "incomplete, interrupted: " + summary
-	case rep.Errors > 0:
-		summary = fmt.Sprintf("incomplete, %d input(s) could not be read: %s", rep.Errors, summary)
-	}
-	_, err := fmt.Fprintln(w, summary)
-	return err
-}
-
-// jsonFile is the JSON shape of one file.
-type jsonFile struct {
-	Path     string        `json:"path"`
-	Kind     string        `json:"kind"`
-	Skipped  bool          `json:"skipped,omitempty"`
-	Note     string        `json:"note,omitempty"`
-	Findings []scanFinding `json:"findings"`
-	// Decision is set with --destination.
-	Decision *policies.Decision `json:"decision,omitempty"`
-}
-
-// jsonSuppressed counts what the JSON report leaves out on purpose.
-type jsonSuppressed struct {
-	Inline   int `json:"inline"`
-	Baseline int `json:"baseline"`
-}
-
-func writeScanJSON(w io.Writer, rep *scanReport) error {
-	out := struct {
-		Files      []jsonFile      `json:"files"`
-		NotScanned []notScanned    `json:"not_scanned,omitempty"`
-		Suppressed *jsonSuppressed `json:"suppressed,omitempty"`
-		Ignored    int             `json:"ignored,omitempty"`
-		Errors     int             `json:"errors,omitempty"`
-		Incomplete bool            `json:"incomplete,omitempty"`
-	}{Files: []jsonFile{}, NotScanned: rep.NotScanned, Ignored: rep.Ignored, Errors: rep.Errors, Incomplete: rep.Errors > 0 || rep.Interrupted}
-	if rep.Inline+rep.Baselined > 0 {
-		out.Suppressed = &jsonSuppressed{Inline: rep.Inline, Baseline: rep.Baselined}
-	}
-	for _, f := range rep.Files {
-		jf := jsonFile{Path: f.Path, Kind: f.Kind, Skipped: f.Skipped, Note: f.Note, Findings: []scanFinding{}, Decision: f.Decision}
-		for _, x := range f.Findings {
-			sf := scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
-				Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding}
-			if rep.Keyed {
-				sf.Fingerprint = findingFingerprint(f.Path, x)
-			}
-			jf.Findings = append(jf.Findings, sf)
-		}
-		out.Files = append(out.Files, jf)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }

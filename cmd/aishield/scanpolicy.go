@@ -101,31 +101,111 @@ func (sp *scanPolicy) scanner(format string) (*classifiers.Scanner, error) {
 	return sc, nil
 }
 
-// onFile decides a scanned file for the destination while its text is at
-// hand, as the guard decides a request holding it. A file too large to
-// hold (streamed) is blocked as over capacity without being counted.
+// onFile decides a file held whole for the destination while its text is
+// at hand, as the guard decides a request holding it. It is called by the
+// scan's workers, concurrently.
 func (sp *scanPolicy) onFile(ctx context.Context, res *fileResult) error {
 	if sp.destination == nil || res.Skipped {
 		return nil
 	}
-	limit := sp.destination.MaxInputTokens
-	if limit > 0 && res.streamed {
-		d := sp.policy.Decide(sp.destination, nil, limit+1)
-		d.Reasons[0].Message = fmt.Sprintf("file larger than %d MiB, too large to count: treated as over the capacity of destination %s (max_input_tokens %d)",
-			maxWholeFile>>20, sp.destination.Name, limit)
-		res.Decision = &d
-		return nil
-	}
 	in := policies.Input{Texts: []string{res.text}, Findings: [][]classifiers.Finding{res.Findings}}
-	if res.streamed {
-		in.Tokens = 1 // no limit to count against
-	}
 	ev, err := sp.eval.Evaluate(ctx, sp.destination, in)
 	if err != nil {
 		return err
 	}
 	res.Decision = &ev.Decision
 	return nil
+}
+
+// streamDecision decides a file too large to hold (streamed) for the
+// destination from its findings as they pass, keeping what the decision
+// needs and not the findings: the first finding of each detector (its
+// preview is the reason's), the count of each, and the positions of those
+// to redact. When the destination has a token limit such a file is
+// blocked as over capacity without being counted. Nil without a
+// destination.
+func (sp *scanPolicy) streamDecision() *streamDecision {
+	if sp.destination == nil {
+		return nil
+	}
+	return &streamDecision{policy: sp.policy, dest: sp.destination, counts: map[string]int{}, acts: map[string]policies.Action{}}
+}
+
+// streamDecision is the state of scanPolicy.streamDecision.
+type streamDecision struct {
+	policy *policies.Policy
+	dest   *policies.Destination
+	first  []classifiers.Finding // one per detector, in order of appearance
+	counts map[string]int
+	acts   map[string]policies.Action
+	redact []int
+	n      int
+}
+
+// add takes the next findings of the file.
+func (d *streamDecision) add(fs []classifiers.Finding) {
+	if d == nil || d.dest.MaxInputTokens > 0 {
+		return
+	}
+	for _, f := range fs {
+		act, ok := d.acts[f.Detector]
+		if !ok {
+			act = d.policy.ActionFor(d.dest, f.Detector)
+			d.acts[f.Detector] = act
+			d.first = append(d.first, f)
+		}
+		d.counts[f.Detector]++
+		if act == policies.ActionRedact {
+			d.redact = append(d.redact, d.n)
+		}
+		d.n++
+	}
+}
+
+// decision is the policy's decision over every finding added, as
+// Policy.Decide makes it given them all (without a token count).
+func (d *streamDecision) decision() *policies.Decision {
+	if d == nil {
+		return nil
+	}
+	if limit := d.dest.MaxInputTokens; limit > 0 {
+		dec := d.policy.Decide(d.dest, nil, limit+1)
+		dec.Reasons[0].Message = fmt.Sprintf("file larger than %d MiB, too large to count: treated as over the capacity of destination %s (max_input_tokens %d)",
+			maxWholeFile>>20, d.dest.Name, limit)
+		return &dec
+	}
+	// Decide groups findings by detector (each detector has one rule and
+	// one level): given the first of each, its reasons differ from those
+	// of every finding only by their counts, and its Redact by the
+	// positions.
+	dec := d.policy.Decide(d.dest, d.first, 1)
+	for i := range dec.Reasons {
+		r := &dec.Reasons[i]
+		if r.Detector == "" || r.Count != 1 {
+			continue
+		}
+		if c := d.counts[r.Detector]; c != 1 {
+			r.Count = c
+			r.Message = strings.Replace(r.Message, "1 finding of ", fmt.Sprintf("%d findings of ", c), 1)
+		}
+	}
+	if dec.Action == policies.ActionRedact {
+		dec.Redact = d.redact
+	}
+	return &dec
+}
+
+// failsOn reports whether one of fs is at or above --fail-on's level.
+func (sp *scanPolicy) failsOn(fs []classifiers.Finding) bool {
+	if sp.failOn == "" {
+		return false
+	}
+	for _, x := range fs {
+		if _, rank, _ := sp.policy.LevelOf(x.Detector); rank >= sp.failRank {
+			return true
+		}
+	}
+	return false
 }
 
 // gates reports whether the scan gates on the policy (--fail-on or
@@ -143,15 +223,11 @@ func (sp *scanPolicy) exitCode(rep *scanReport) int {
 		}
 		return 0
 	case sp.failOn != "":
-		for _, f := range rep.Files {
-			for _, x := range f.Findings {
-				if _, rank, _ := sp.policy.LevelOf(x.Detector); rank >= sp.failRank {
-					return 1
-				}
-			}
+		if rep.FailOn {
+			return 1
 		}
 		return 0
-	case rep.findings() > 0:
+	case rep.Found > 0:
 		return 1
 	}
 	return 0

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/internal/inputfile"
+	"github.com/mattn/go-isatty"
+)
+
+// scanSink writes the report as the scan goes, in input order: each file
+// reported is begun, its findings are handed on (for a file too large to
+// hold, a chunk at a time), and it is ended once its decision is made;
+// finish writes what follows the files.
+type scanSink interface {
+	beginFile(res *fileResult) error
+	findings(res *fileResult, fs []classifiers.Finding) error
+	endFile(res *fileResult) error
+	finish(rep *scanReport) error
+}
+
+// scanOutcome is what a worker made of one input.
+type scanOutcome struct {
+	results []*fileResult
+	// large is an input too large to hold, left for the report's
+	// goroutine to stream when its turn comes.
+	large *largeInput
+	// inline and baselined count the findings the worker suppressed.
+	inline, baselined int
+	err               error
+}
+
+// largeInput is an input over maxWholeFile, open and not yet read past
+// what r gives back.
+type largeInput struct {
+	name  string
+	r     io.Reader
+	close func()
+}
+
+// scanJob is one input on its way through the pool.
+type scanJob struct {
+	in   scanInput
+	out  scanOutcome
+	done chan struct{}
+}
+
+// runScan collects the inputs of args (scanInputs) and scans them on
+// GOMAXPROCS workers, at most a few inputs ahead of the report, which sees
+// them in the order of the inputs: the order, output and counts of a scan
+// of one file after the other. An archive gives a result per member.
+// Findings on an aishield:allow line, and those whose fingerprint is in
+// the baseline, are dropped and counted. The worker decides each file for
+// sp's destination while its text is at hand; a file too large to hold is
+// streamed, and decided from its findings as they pass. Reported files go
+// to sink (nil: their findings are kept in rep.Files, for SARIF).
+// Unreadable inputs are reported on errOut. When ctx is done the scan
+// stops and rep.Interrupted is set.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, sp *scanPolicy, sink scanSink) *scanReport {
+	inputs, skipped, ignored, errs := scanInputs(args, opts.inputOptions, errOut)
+	rep := &scanReport{NotScanned: skipped, Ignored: ignored, Errors: errs, Keyed: opts.keyed}
+	progress := len(inputs) > progressThreshold && isTerminal(errOut)
+
+	inner, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	jobs := make(chan *scanJob)
+	order := make(chan *scanJob, 8*workers) // bounds the inputs scanned ahead: their findings wait for the report
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range jobs {
+				j.out = scanWorker(inner, sc, j.in, stdin, opts, sp)
+				close(j.done)
+			}
+		})
+	}
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for _, in := range inputs {
+			if inner.Err() != nil {
+				return
+			}
+			j := &scanJob{in: in, done: make(chan struct{})}
+			order <- j // the report drains order to the end
+			jobs <- j
+		}
+	}()
+	i := 0
+	for j := range order {
+		<-j.done
+		if inner.Err() == nil {
+			if progress && i%50 == 0 {
+				fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
+			}
+			report(inner, sc, j, opts, errOut, sp, sink, rep)
+			if rep.WriteErr != nil {
+				cancel()
+			}
+		}
+		if j.out.large != nil {
+			j.out.large.close()
+		}
+		i++
+	}
+	wg.Wait()
+	if progress {
+		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
+	}
+	rep.Interrupted = ctx.Err() != nil
+	return rep
+}
+
+// scanWorker scans one input and, for each file of it, suppresses the
+// findings the user allowed and decides it for sp's destination, with its
+// text at hand; the text is dropped before the outcome is handed on.
+func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader, opts scanOptions, sp *scanPolicy) scanOutcome {
+	if ctx.Err() != nil {
+		return scanOutcome{}
+	}
+	results, large, err := scanOne(ctx, sc, in, stdin)
+	out := scanOutcome{large: large, err: err}
+	if err != nil || large != nil {
+		return out
+	}
+	for k, res := range results {
+		if ctx.Err() != nil {
+			out.results = results[:k]
+			return out
+		}
+		if res.Skipped {
+			continue
+		}
+		var n int
+		res.Findings, n = suppressInline(res.text, res.Findings)
+		out.inline += n
+		res.Findings, n = opts.baseline.filter(res.Path, res.Findings)
+		out.baselined += n
+		err = sp.onFile(ctx, res)
+		res.text = ""
+		if err != nil {
+			out.results, out.err = results[:k], err
+			return out
+		}
+	}
+	out.results = results
+	return out
+}
+
+// filter drops the findings whose fingerprint is in the baseline and
+// returns how many it dropped.
+func (b baseline) filter(path string, fs []classifiers.Finding) ([]classifiers.Finding, int) {
+	if b == nil {
+		return fs, 0
+	}
+	kept := fs[:0]
+	for _, x := range fs {
+		if b[findingFingerprint(path, x)] {
+			continue
+		}
+		kept = append(kept, x)
+	}
+	return kept, len(fs) - len(kept)
+}
+
+// report adds one input's outcome to rep and writes it to sink.
+func report(ctx context.Context, sc *classifiers.Scanner, j *scanJob, opts scanOptions, errOut io.Writer, sp *scanPolicy, sink scanSink, rep *scanReport) {
+	o := &j.out
+	var nr *errNotRegular
+	if errors.As(o.err, &nr) && j.in.walked {
+		rep.NotScanned = append(rep.NotScanned, notScanned{Path: j.in.path, Reason: nr.kind})
+		return
+	}
+	rep.Inline += o.inline
+	rep.Baselined += o.baselined
+	err := o.err
+	for _, res := range o.results {
+		if res.Skipped {
+			rep.NotScanned = append(rep.NotScanned, notScanned{Path: res.Path, Reason: res.Note, Unreadable: true})
+			continue
+		}
+		if rep.WriteErr = rep.add(res, sp, sink, res.Findings); rep.WriteErr == nil {
+			rep.WriteErr = rep.end(res, sink)
+		}
+		if rep.WriteErr != nil {
+			return
+		}
+	}
+	if o.large != nil && err == nil {
+		err = reportLarge(ctx, sc, o.large, opts, sp, sink, rep)
+		if rep.WriteErr != nil {
+			return
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "aishield: %s: %v\n", j.in.path, err)
+		rep.Errors++
+	}
+}
+
+// add counts findings of res and hands them to sink: all of them for a
+// held file (which add begins), a chunk's for a streamed one (begun by
+// reportLarge). Without a sink they are kept.
+func (rep *scanReport) add(res *fileResult, sp *scanPolicy, sink scanSink, fs []classifiers.Finding) error {
+	if len(fs) > 0 {
+		if res.count == 0 {
+			rep.WithFindings++
+		}
+		res.count += len(fs)
+		rep.Found += len(fs)
+		if !rep.FailOn && sp.failsOn(fs) {
+			rep.FailOn = true
+		}
+	}
+	if sink == nil {
+		if res.streamed {
+			res.Findings = append(res.Findings, fs...)
+		}
+		return nil
+	}
+	if !res.streamed {
+		if err := sink.beginFile(res); err != nil {
+			return err
+		}
+	}
+	return sink.findings(res, fs)
+}
+
+// end ends res: it is written and kept in rep.Files, its findings only
+// without a sink.
+func (rep *scanReport) end(res *fileResult, sink scanSink) error {
+	if sink != nil {
+		if err := sink.endFile(res); err != nil {
+			return err
+		}
+		res.Findings = nil
+	}
+	rep.Files = append(rep.Files, *res)
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// scanOne scans one input: a file, or a stream ("-" is standard input)
+// read as it comes, whole up to maxWholeFile. A larger input is returned
+// open, as large, to be streamed (reportLarge). Reads waiting on a pipe or
+// a terminal end when ctx is done.
+func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) (_ []*fileResult, large *largeInput, err error) {
+	name := in.path
+	var r io.Reader
+	var closer func()
+	defer func() {
+		if large == nil && closer != nil {
+			closer()
+		}
+	}()
+	switch {
+	case in.path == "-":
+		cr, stop := contextReader(ctx, stdin)
+		r, closer = cr, stop
+	case in.stream:
+		f, err := inputfile.Open(ctx, in.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		r, closer = f, func() { f.Close() }
+	default:
+		f, st, err := openScanFile(in.path)
+		if err != nil {
+			return nil, nil, err
+		}
+		closer = func() { f.Close() }
+		if st.Size() > maxWholeFile {
+			return nil, &largeInput{name: name, r: f, close: closer}, nil
+		}
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxWholeFile+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(data) > maxWholeFile { // a stream can be of any size
+		return nil, &largeInput{name: name, r: io.MultiReader(bytes.NewReader(data), r), close: closer}, nil
+	}
+	base := filepath.Base(name)
+	doc, err := sc.ScanDocument(ctx, base, data)
+	if err != nil {
+		return nil, nil, err
+	}
+	if doc.Members == nil {
+		return []*fileResult{{Path: name, Kind: doc.Kind, Skipped: doc.Skipped, Note: doc.Note, Findings: doc.Findings, text: doc.Text}}, nil, nil
+	}
+	// An archive: a result per member, named PATH!MEMBER.
+	out := make([]*fileResult, 0, len(doc.Members))
+	for _, m := range doc.Members {
+		out = append(out, &fileResult{Path: name + strings.TrimPrefix(m.Name, base), Kind: m.Kind, Skipped: m.Skipped, Note: m.Note, Findings: m.Findings, text: m.Text})
+	}
+	return out, nil, nil
+}
+
+// streamMemoryLimit is the soft limit of the Go heap (see
+// runtime/debug.SetMemoryLimit) while a large input is streamed: its
+// findings are not kept and the chunks in flight are few, so the heap
+// needs little more than the scanner itself, and the collector, paced by
+// default to let the heap grow to twice what it keeps, returns the
+// difference instead. A limit set with GOMEMLIMIT is left as it is.
+const streamMemoryLimit = 40 << 20
+
+// limitMemory sets streamMemoryLimit and returns the function that puts
+// the previous limit back.
+func limitMemory() (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(streamMemoryLimit)
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// reportLarge streams a large input as text unless its start looks
+// binary, reporting its findings a chunk at a time: its memory does not
+// grow with the input nor with its findings. Its decision for sp's
+// destination is made from the findings as they pass (streamDecision).
+func reportLarge(ctx context.Context, sc *classifiers.Scanner, in *largeInput, opts scanOptions, sp *scanPolicy, sink scanSink, rep *scanReport) error {
+	head := make([]byte, 8<<10)
+	n, err := io.ReadFull(in.r, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return err
+	}
+	head = head[:n]
+	doc, err := sc.ScanDocument(ctx, in.name, head)
+	if err != nil {
+		return err
+	}
+	if doc.Skipped || doc.Kind != "text" {
+		rep.NotScanned = append(rep.NotScanned, notScanned{Path: in.name, Unreadable: true,
+			Reason: fmt.Sprintf("%s file larger than %d MiB: only text is read at this size", doc.Kind, maxWholeFile>>20)})
+		return nil
+	}
+	defer limitMemory()()
+	res := &fileResult{Path: in.name, Kind: "text", streamed: true}
+	dec := sp.streamDecision()
+	if sink != nil {
+		if rep.WriteErr = sink.beginFile(res); rep.WriteErr != nil {
+			return nil
+		}
+	}
+	err = sc.ScanReaderEach(ctx, io.MultiReader(bytes.NewReader(head), in.r), func(fs []classifiers.Finding) error {
+		fs, n := opts.baseline.filter(res.Path, fs)
+		rep.Baselined += n
+		dec.add(fs)
+		if werr := rep.add(res, sp, sink, fs); werr != nil {
+			rep.WriteErr = werr
+			return werr
+		}
+		return nil
+	})
+	if rep.WriteErr != nil {
+		return nil
+	}
+	res.Decision = dec.decision()
+	rep.WriteErr = rep.end(res, sink)
+	return err
+}

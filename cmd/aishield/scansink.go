@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+
+	"github.com/aishield/aishield/classifiers"
+	"github.com/aishield/aishield/policies"
+)
+
+// textSink writes the text report: a line per finding as files are
+// scanned, then what was not scanned, the summary line (finish), and the
+// decisions (scanPolicy.writeDecisions).
+type textSink struct {
+	w *bufio.Writer
+}
+
+func (t *textSink) beginFile(*fileResult) error { return nil }
+func (t *textSink) endFile(*fileResult) error   { return nil }
+
+func (t *textSink) findings(res *fileResult, fs []classifiers.Finding) error {
+	for _, x := range fs {
+		if _, err := fmt.Fprintf(t.w, "%s:%d:%d: %s %s (confidence %.2f)\n", res.Path, x.Line, x.Column, x.Detector, x.Preview, x.Confidence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *textSink) finish(rep *scanReport) error {
+	for _, x := range rep.NotScanned {
+		if _, err := fmt.Fprintf(t.w, "%s: not scanned: %s\n", x.Path, x.Reason); err != nil {
+			return err
+		}
+	}
+	n := rep.Found
+	summary := fmt.Sprintf("%d findings in %d of %d files", n, rep.WithFindings, len(rep.Files))
+	if n == 0 {
+		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
+	}
+	if u := rep.unreadable(); u > 0 {
+		summary += fmt.Sprintf(" (%d not scanned: unreadable, listed above)", u)
+	}
+	if o := len(rep.NotScanned) - rep.unreadable(); o > 0 {
+		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", o)
+	}
+	if rep.Inline+rep.Baselined > 0 {
+		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
+	}
+	if rep.Ignored > 0 {
+		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
+	}
+	switch {
+	case rep.Interrupted:
+		summary = "incomplete, interrupted: " + summary
+	case rep.Errors > 0:
+		summary = fmt.Sprintf("incomplete, %d input(s) could not be read: %s", rep.Errors, summary)
+	}
+	_, err := fmt.Fprintln(t.w, summary)
+	return err
+}
+
+// jsonFile is the JSON shape of one file.
+type jsonFile struct {
+	Path     string        `json:"path"`
+	Kind     string        `json:"kind"`
+	Skipped  bool          `json:"skipped,omitempty"`
+	Note     string        `json:"note,omitempty"`
+	Findings []scanFinding `json:"findings"`
+	// Decision is set with --destination.
+	Decision *policies.Decision `json:"decision,omitempty"`
+}
+
+// jsonSuppressed counts what the JSON report leaves out on purpose.
+type jsonSuppressed struct {
+	Inline   int `json:"inline"`
+	Baseline int `json:"baseline"`
+}
+
+// jsonSink writes the JSON report as the scan goes, byte for byte the
+// document encoding/json writes (two-space indent) for
+//
+//	{files: [jsonFile...], not_scanned, suppressed, ignored, errors, incomplete}
+//
+// (the last five omitted when empty), one finding at a time: the fields of
+// a file come in that order, its decision after its findings.
+type jsonSink struct {
+	w     *bufio.Writer
+	keyed bool // fingerprints are written
+	files int  // files begun
+	found int  // findings of the current file
+	err   error
+}
+
+// Indents of the document's levels: a file, its fields, its findings.
+const (
+	jsonFileIndent    = "    "
+	jsonFieldIndent   = "      "
+	jsonFindingIndent = "        "
+)
+
+func (j *jsonSink) str(s string) { j.w.WriteString(s) }
+
+// value writes v as encoding/json indents it at prefix.
+func (j *jsonSink) value(v any, prefix string) {
+	b, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil && j.err == nil {
+		j.err = err
+	}
+	j.w.Write(b)
+}
+
+// field writes a field of a file.
+func (j *jsonSink) field(name string, v any) {
+	j.str(",\n" + jsonFieldIndent + `"` + name + `": `)
+	j.value(v, jsonFieldIndent)
+}
+
+// flushErr is the first error of encoding or writing (a bufio.Writer
+// returns its first write error from every later write).
+func (j *jsonSink) flushErr() error {
+	if j.err != nil {
+		return j.err
+	}
+	_, err := j.w.Write(nil)
+	return err
+}
+
+func (j *jsonSink) beginFile(res *fileResult) error {
+	if j.files == 0 {
+		j.str("{\n  \"files\": [\n" + jsonFileIndent + "{\n" + jsonFieldIndent + `"path": `)
+	} else {
+		j.str(",\n" + jsonFileIndent + "{\n" + jsonFieldIndent + `"path": `)
+	}
+	j.files++
+	j.found = 0
+	j.value(res.Path, jsonFieldIndent)
+	j.field("kind", res.Kind)
+	if res.Skipped {
+		j.field("skipped", true)
+	}
+	if res.Note != "" {
+		j.field("note", res.Note)
+	}
+	j.str(",\n" + jsonFieldIndent + `"findings": [`)
+	return j.flushErr()
+}
+
+func (j *jsonSink) findings(res *fileResult, fs []classifiers.Finding) error {
+	for _, x := range fs {
+		sf := scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
+			Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding}
+		if j.keyed {
+			sf.Fingerprint = findingFingerprint(res.Path, x)
+		}
+		if j.found > 0 {
+			j.str(",")
+		}
+		j.str("\n" + jsonFindingIndent)
+		j.value(sf, jsonFindingIndent)
+		j.found++
+	}
+	return j.flushErr()
+}
+
+func (j *jsonSink) endFile(res *fileResult) error {
+	if j.found > 0 {
+		j.str("\n" + jsonFieldIndent)
+	}
+	j.str("]")
+	if res.Decision != nil {
+		j.field("decision", res.Decision)
+	}
+	j.str("\n" + jsonFileIndent + "}")
+	return j.flushErr()
+}
+
+func (j *jsonSink) finish(rep *scanReport) error {
+	if j.files == 0 {
+		j.str("{\n  \"files\": []")
+	} else {
+		j.str("\n  ]")
+	}
+	top := func(name string, v any) {
+		j.str(",\n  \"" + name + `": `)
+		j.value(v, "  ")
+	}
+	if len(rep.NotScanned) > 0 {
+		top("not_scanned", rep.NotScanned)
+	}
+	if rep.Inline+rep.Baselined > 0 {
+		top("suppressed", &jsonSuppressed{Inline: rep.Inline, Baseline: rep.Baselined})
+	}
+	if rep.Ignored != 0 {
+		top("ignored", rep.Ignored)
+	}
+	if rep.Errors != 0 {
+		top("errors", rep.Errors)
+	}
+	if rep.Errors > 0 || rep.Interrupted {
+		top("incomplete", true)
+	}
+	j.str("\n}\n")
+	return j.flushErr()
+}
