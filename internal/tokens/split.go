@@ -182,26 +182,73 @@ func splitASCII(s string, o200k bool, yield func(piece string)) {
 // vocab maps the tokens of an encoding to their ranks (their IDs), built
 // from the library's own vocabulary through Decode: a piece of the split
 // in it is one token, and the ranks drive the byte-pair merge of the
-// others.
-type vocab map[string]uint32
+// others. Tokens of one or two bytes are found in an array, those of up to
+// seven bytes by a word of their bytes (one probe, no string to compare),
+// the others by string.
+type vocab struct {
+	pairs [1 << 16]uint32 // rank+1 of the two-byte tokens, 0 for none
+	bytes [256]uint32     // rank+1 of the one-byte tokens
+	short map[uint64]uint32
+	long  map[string]uint32
+}
+
+// shortKey packs a string of at most 7 bytes and its length in a word.
+func shortKey(s string) uint64 {
+	k := uint64(len(s)) << 56
+	for i := 0; i < len(s); i++ {
+		k |= uint64(s[i]) << (8 * i)
+	}
+	return k
+}
+
+// rank returns the rank of token t.
+func (v *vocab) rank(t string) (uint32, bool) {
+	switch {
+	case len(t) == 1:
+		r := v.bytes[t[0]]
+		return r - 1, r != 0
+	case len(t) == 2:
+		r := v.pairs[uint16(t[0])<<8|uint16(t[1])]
+		return r - 1, r != 0
+	case len(t) <= 7:
+		r, ok := v.short[shortKey(t)]
+		return r, ok
+	default:
+		r, ok := v.long[t]
+		return r, ok
+	}
+}
+
+func (v *vocab) add(t string, rank uint32) {
+	switch {
+	case len(t) == 1:
+		v.bytes[t[0]] = rank + 1
+	case len(t) == 2:
+		v.pairs[uint16(t[0])<<8|uint16(t[1])] = rank + 1
+	case len(t) <= 7:
+		v.short[shortKey(t)] = rank
+	default:
+		v.long[t] = rank
+	}
+}
 
 // vocabs holds the vocabularies of cl100k_base and o200k_base, built on
 // first use and read-only after: they are as constant as the library's own
 // tables, and shared by every Counter.
-var vocabs = map[tokenizer.Encoding]func() (vocab, error){
-	tokenizer.Cl100kBase: sync.OnceValues(func() (vocab, error) { return loadVocab(tokenizer.Cl100kBase) }),
-	tokenizer.O200kBase:  sync.OnceValues(func() (vocab, error) { return loadVocab(tokenizer.O200kBase) }),
+var vocabs = map[tokenizer.Encoding]func() (*vocab, error){
+	tokenizer.Cl100kBase: sync.OnceValues(func() (*vocab, error) { return loadVocab(tokenizer.Cl100kBase) }),
+	tokenizer.O200kBase:  sync.OnceValues(func() (*vocab, error) { return loadVocab(tokenizer.O200kBase) }),
 }
 
 // loadVocab decodes every token ID of enc. IDs are dense from 0; the
 // special tokens, further on, are not decoded (nor counted as such by the
 // library's Count).
-func loadVocab(enc tokenizer.Encoding) (vocab, error) {
+func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 	codec, err := tokenizer.Get(enc)
 	if err != nil {
 		return nil, err
 	}
-	v := vocab{}
+	v := &vocab{short: map[uint64]uint32{}, long: map[string]uint32{}}
 	id := []uint{0}
 	for misses := 0; misses < 1024; id[0]++ {
 		t, err := codec.Decode(id)
@@ -210,7 +257,7 @@ func loadVocab(enc tokenizer.Encoding) (vocab, error) {
 			continue
 		}
 		misses = 0
-		v[t] = uint32(id[0])
+		v.add(t, uint32(id[0]))
 	}
 	return v, nil
 }
@@ -223,7 +270,7 @@ const maxMerge = 64
 // as the library's merge does: repeatedly merge the leftmost adjacent pair
 // of lowest rank whose concatenation is a token. ok is false for a piece of
 // maxMerge bytes or more.
-func (v vocab) merges(piece string) (n int, ok bool) {
+func (v *vocab) merges(piece string) (n int, ok bool) {
 	if len(piece) >= maxMerge {
 		return 0, false
 	}
@@ -238,7 +285,7 @@ func (v vocab) merges(piece string) (n int, ok bool) {
 	// rankOf is the rank of the token joining parts i and i+1+skip.
 	rankOf := func(i, skip int) uint32 {
 		if i+skip+2 < parts {
-			if r, ok := v[piece[off[i]:off[i+skip+2]]]; ok {
+			if r, ok := v.rank(piece[off[i]:off[i+skip+2]]); ok {
 				return r
 			}
 		}
@@ -270,7 +317,7 @@ func (v vocab) merges(piece string) (n int, ok bool) {
 
 // exactFast counts s as codec does, through splitASCII and v; ok is false
 // when s is not on the fast path.
-func exactFast(codec tokenizer.Codec, v vocab, o200k bool, s string) (n int, ok bool, err error) {
+func exactFast(codec tokenizer.Codec, v *vocab, o200k bool, s string) (n int, ok bool, err error) {
 	if !fastText(s) {
 		return 0, false, nil
 	}
@@ -278,7 +325,7 @@ func exactFast(codec tokenizer.Codec, v vocab, o200k bool, s string) (n int, ok 
 		if err != nil {
 			return
 		}
-		if _, in := v[piece]; in {
+		if _, in := v.rank(piece); in {
 			n++
 			return
 		}

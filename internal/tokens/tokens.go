@@ -152,8 +152,8 @@ type Counter struct {
 
 	once  sync.Once
 	codec tokenizer.Codec
-	vocab vocab // the fast path's vocabulary; nil: the library alone
-	o200k bool  // the fast path splits as o200k_base, else cl100k_base
+	vocab *vocab // the fast path's vocabulary; nil: the library alone
+	o200k bool   // the fast path splits as o200k_base, else cl100k_base
 	err   error
 }
 
