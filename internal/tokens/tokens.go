@@ -11,7 +11,10 @@
 // pays for the exact count with github.com/tiktoken-go/tokenizer.
 //
 // The exact count uses an OpenAI encoding (o200k_base by default): for other
-// providers it is the reference count, not the provider's own.
+// providers it is the reference count, not the provider's own. It is the
+// library's count; for cl100k_base and o200k_base text of printable ASCII,
+// tabs and line breaks it is computed without the library's split regex
+// (split.go), about ten times faster.
 package tokens
 
 import (
