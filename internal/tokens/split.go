@@ -188,8 +188,52 @@ func splitASCII(s string, o200k bool, yield func(piece string)) {
 type vocab struct {
 	pairs [1 << 16]uint32 // rank+1 of the two-byte tokens, 0 for none
 	bytes [256]uint32     // rank+1 of the one-byte tokens
-	short map[uint64]uint32
+	short shortTable      // tokens of three to seven bytes
 	long  map[string]uint32
+}
+
+// shortTable is an open-addressing hash table of shortKey words (never 0,
+// which marks an empty slot) at most half full: a lookup reads one slot,
+// or a few neighbours.
+type shortTable struct {
+	slots []shortSlot
+	shift uint // 64 - log2(len(slots))
+}
+
+type shortSlot struct {
+	key  uint64
+	rank uint32
+}
+
+func newShortTable(n int) shortTable {
+	bits := uint(1)
+	for 1<<bits < 2*n {
+		bits++
+	}
+	return shortTable{slots: make([]shortSlot, 1<<bits), shift: 64 - bits}
+}
+
+func (t *shortTable) get(key uint64) (uint32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := (key * 0x9e3779b97f4a7c15) >> t.shift; ; i = (i + 1) & mask {
+		switch t.slots[i].key {
+		case key:
+			return t.slots[i].rank, true
+		case 0:
+			return 0, false
+		}
+	}
+}
+
+// put adds key; the table must keep an empty slot.
+func (t *shortTable) put(key uint64, rank uint32) {
+	mask := uint64(len(t.slots) - 1)
+	for i := (key * 0x9e3779b97f4a7c15) >> t.shift; ; i = (i + 1) & mask {
+		if k := t.slots[i].key; k == 0 || k == key {
+			t.slots[i] = shortSlot{key, rank}
+			return
+		}
+	}
 }
 
 // shortKey packs a string of at most 7 bytes and its length in a word.
@@ -211,8 +255,7 @@ func (v *vocab) rank(t string) (uint32, bool) {
 		r := v.pairs[uint16(t[0])<<8|uint16(t[1])]
 		return r - 1, r != 0
 	case len(t) <= 7:
-		r, ok := v.short[shortKey(t)]
-		return r, ok
+		return v.short.get(shortKey(t))
 	default:
 		r, ok := v.long[t]
 		return r, ok
@@ -226,7 +269,7 @@ func (v *vocab) add(t string, rank uint32) {
 	case len(t) == 2:
 		v.pairs[uint16(t[0])<<8|uint16(t[1])] = rank + 1
 	case len(t) <= 7:
-		v.short[shortKey(t)] = rank
+		v.short.put(shortKey(t), rank)
 	default:
 		v.long[t] = rank
 	}
@@ -248,16 +291,28 @@ func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &vocab{short: map[uint64]uint32{}, long: map[string]uint32{}}
+	var tokens []string
 	id := []uint{0}
 	for misses := 0; misses < 1024; id[0]++ {
 		t, err := codec.Decode(id)
 		if err != nil || t == "" {
-			misses++
-			continue
+			t, misses = "", misses+1
+		} else {
+			misses = 0
 		}
-		misses = 0
-		v.add(t, uint32(id[0]))
+		tokens = append(tokens, t)
+	}
+	short := 0
+	for _, t := range tokens {
+		if len(t) >= 3 && len(t) <= 7 {
+			short++
+		}
+	}
+	v := &vocab{short: newShortTable(short), long: map[string]uint32{}}
+	for rank, t := range tokens {
+		if t != "" {
+			v.add(t, uint32(rank))
+		}
 	}
 	return v, nil
 }
