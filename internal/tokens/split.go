@@ -193,8 +193,8 @@ type vocab struct {
 }
 
 // shortTable is an open-addressing hash table of shortKey words (never 0,
-// which marks an empty slot) at most half full: a lookup reads one slot,
-// or a few neighbours.
+// which marks an empty slot) at most three quarters full (half full for
+// both encodings): a lookup reads one slot, or a few neighbours.
 type shortTable struct {
 	slots []shortSlot
 	shift uint // 64 - log2(len(slots))
@@ -207,7 +207,7 @@ type shortSlot struct {
 
 func newShortTable(n int) shortTable {
 	bits := uint(1)
-	for 1<<bits < 2*n {
+	for 1<<bits < n*4/3+1 {
 		bits++
 	}
 	return shortTable{slots: make([]shortSlot, 1<<bits), shift: 64 - bits}
