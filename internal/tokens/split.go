@@ -11,9 +11,11 @@ import (
 // byte-pair merge of any other piece. The regex (run by a backtracking
 // engine) is most of the cost. For text of printable ASCII, tabs and line
 // breaks, splitASCII cuts the same pieces as the cl100k_base and o200k_base
-// regexes in one linear pass, and a piece's count is one vocabulary lookup;
-// only the rare pieces outside the vocabulary go through the library.
-// FuzzExactMatchesLibrary checks the count against the library's.
+// regexes in one linear pass, and a piece's count is one vocabulary lookup,
+// or for a piece outside the vocabulary the library's byte-pair merge redone
+// on the same ranks (the library itself merges pieces of maxMerge bytes and
+// more). Table, random and fuzz tests (FuzzExactMatchesLibrary) check the
+// count against the library's.
 
 // fastClass classifies the bytes of the fast path: every other byte (control
 // characters but tab, CR and LF; DEL; non-ASCII) sends the text to the
