@@ -39,6 +39,8 @@ var splitSamples = []string{
 	strings.Repeat("lorem ipsum dolor sit amet, ", 50),
 	strings.Repeat("The quick brown fox jumps over the lazy dog. ", 20),
 	"Pneumonoultramicroscopicsilicovolcanoconiosis antidisestablishmentarianism zzzzqqqxxx",
+	// Pieces of maxMerge bytes and more, merged by the library.
+	"x " + strings.Repeat("abcdefghij", 10) + " " + strings.Repeat("=-", 40) + "\n" + strings.Repeat(" ", 70) + "y",
 }
 
 // libraryCount is the library's own count of s in enc.
