@@ -11,7 +11,10 @@
 // pays for the exact count with github.com/tiktoken-go/tokenizer.
 //
 // The exact count uses an OpenAI encoding (o200k_base by default): for other
-// providers it is the reference count, not the provider's own.
+// providers it is the reference count, not the provider's own. It is the
+// library's count; for cl100k_base and o200k_base text of printable ASCII,
+// tabs and line breaks it is computed without the library's split regex
+// (split.go), about ten times faster.
 package tokens
 
 import (
@@ -152,6 +155,8 @@ type Counter struct {
 
 	once  sync.Once
 	codec tokenizer.Codec
+	vocab *vocab // the fast path's vocabulary; nil: the library alone
+	o200k bool   // the fast path splits as o200k_base, else cl100k_base
 	err   error
 }
 
@@ -164,16 +169,31 @@ func (c *Counter) load() (tokenizer.Codec, error) {
 		c.codec, c.err = tokenizer.Get(enc)
 		if c.err != nil {
 			c.err = fmt.Errorf("tokens: encoding %q: %w", c.Encoding, c.err)
+			return
+		}
+		if load, ok := vocabs[enc]; ok {
+			c.vocab, c.err = load()
+			c.o200k = enc == tokenizer.O200kBase
+			if c.err != nil {
+				c.err = fmt.Errorf("tokens: encoding %q: %w", c.Encoding, c.err)
+			}
 		}
 	})
 	return c.codec, c.err
 }
 
-// Exact returns the exact token count of s.
+// Exact returns the exact token count of s: the count of the library
+// (github.com/tiktoken-go/tokenizer), computed without its split regex for
+// cl100k_base and o200k_base text of printable ASCII, tabs and line breaks.
 func (c *Counter) Exact(s string) (int, error) {
 	codec, err := c.load()
 	if err != nil {
 		return 0, err
+	}
+	if c.vocab != nil {
+		if n, ok, err := exactFast(codec, c.vocab, c.o200k, s); ok {
+			return n, err
+		}
 	}
 	return codec.Count(s)
 }
