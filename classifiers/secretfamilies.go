@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // secretFamily is one provider's token format as a row of a table: the
@@ -50,7 +51,9 @@ func familyDetectors() []*detector {
 	}
 	out = append(out, &detector{id: "secret.curl_auth", cat: CategorySecret,
 		desc:     "Credentials on a curl command line: the password of -u/--user user:password, or the token of an -H Authorization (or *-Token, *-Key) header",
-		keywords: []string{"curl"}, after: curlReach, window: curlWindow})
+		keywords: []string{"curl"}, after: curlReach, window: curlWindow(
+			lazyRE(`(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})'|([^\s"']{1,}))`),
+			lazyRE(`(?:^|[ \t])(?:-H|--header)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})')`))})
 	return out
 }
 
@@ -60,11 +63,16 @@ func (f *secretFamily) detector() *detector {
 	if tok == nil {
 		tok = isTokenByte
 	}
+	// Each pattern is compiled on the detector's first window (New
+	// compiles none); the group a match reports is known only then.
 	var runs []func(*scanState, *detector, int, int)
 	for _, p := range f.patterns {
-		re := regexp.MustCompile(p)
-		g := min(re.NumSubexp(), 1)
-		runs = append(runs, regexWindow(re, g, tok, f.emit(g)))
+		run := sync.OnceValue(func() func(*scanState, *detector, int, int) {
+			re := regexp.MustCompile(p)
+			g := min(re.NumSubexp(), 1)
+			return regexWindow(func() *regexp.Regexp { return re }, g, tok, f.emit(g))
+		})
+		runs = append(runs, func(st *scanState, d *detector, lo, hi int) { run()(st, d, lo, hi) })
 	}
 	if len(runs) == 1 {
 		d.window = runs[0]
@@ -561,86 +569,83 @@ func validAgeKey(v string) bool {
 // curlReach bounds how far after "curl" a command's options are read.
 const curlReach = 2000
 
-var (
-	curlUser   = regexp.MustCompile(`(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})'|([^\s"']{1,}))`)
-	curlHeader = regexp.MustCompile(`(?:^|[ \t])(?:-H|--header)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})')`)
-)
-
-// curlWindow reads every curl command that starts in [lo, hi): up to its
+// curlWindow returns the window function that reads every curl command that starts in [lo, hi): up to its
 // end (a newline not escaped by a backslash, curlReach bytes at most), it
 // reports the password of -u user:password and the credential of an
 // Authorization header (after its scheme: Bearer, Basic, Token, …) or of a
 // header whose name says token, key or secret. Each byte is read once per
-// command.
-func curlWindow(st *scanState, d *detector, lo, hi int) {
-	text := st.text
-	for pos := lo; pos < hi; {
-		k := bytes.Index(text[pos:hi], []byte("curl"))
-		if k < 0 {
-			return
-		}
-		s := pos + k
-		e := s + 4
-		if (s > 0 && isWordByte(text[s-1])) || (e < len(text) && isWordByte(text[e])) {
-			pos = e
-			continue
-		}
-		end := e
-		for end < len(text) && end-s < curlReach {
-			if text[end] == '\n' && !(end > 0 && text[end-1] == '\\') && !(end > 1 && text[end-1] == '\r' && text[end-2] == '\\') {
-				break
+// command. curlUser and curlHeader match the -u and -H options.
+func curlWindow(curlUser, curlHeader func() *regexp.Regexp) func(st *scanState, d *detector, lo, hi int) {
+	return func(st *scanState, d *detector, lo, hi int) {
+		text := st.text
+		for pos := lo; pos < hi; {
+			k := bytes.Index(text[pos:hi], []byte("curl"))
+			if k < 0 {
+				return
 			}
-			end++
-		}
-		cmd := text[e:end]
-		for _, m := range curlUser.FindAllSubmatchIndex(cmd, -1) {
-			a, b := firstGroup(m)
-			if a < 0 {
+			s := pos + k
+			e := s + 4
+			if (s > 0 && isWordByte(text[s-1])) || (e < len(text) && isWordByte(text[e])) {
+				pos = e
 				continue
 			}
-			cred := cmd[a:b]
-			c := bytes.IndexByte(cred, ':')
-			if c <= 0 || c == len(cred)-1 {
-				continue // no password: curl asks for it
-			}
-			curlEmit(st, d, e+a+c+1, e+b)
-		}
-		for _, m := range curlHeader.FindAllSubmatchIndex(cmd, -1) {
-			a, b := firstGroup(m)
-			if a < 0 {
-				continue
-			}
-			h := cmd[a:b]
-			c := bytes.IndexByte(h, ':')
-			if c <= 0 {
-				continue
-			}
-			name := strings.ToLower(string(bytes.TrimSpace(h[:c])))
-			vs := c + 1
-			for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
-				vs++
-			}
-			switch {
-			case name == "authorization" || name == "proxy-authorization":
-				if sp := bytes.IndexAny(h[vs:], " \t"); sp > 0 {
-					vs += sp + 1
-					for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
-						vs++
-					}
+			end := e
+			for end < len(text) && end-s < curlReach {
+				if text[end] == '\n' && !(end > 0 && text[end-1] == '\\') && !(end > 1 && text[end-1] == '\r' && text[end-2] == '\\') {
+					break
 				}
-			case strings.Contains(name, "token") || strings.Contains(name, "key") || strings.Contains(name, "secret") || strings.Contains(name, "auth"):
-			default:
-				continue
+				end++
 			}
-			ve := len(h)
-			for ve > vs && (h[ve-1] == ' ' || h[ve-1] == '\t') {
-				ve--
+			cmd := text[e:end]
+			for _, m := range curlUser().FindAllSubmatchIndex(cmd, -1) {
+				a, b := firstGroup(m)
+				if a < 0 {
+					continue
+				}
+				cred := cmd[a:b]
+				c := bytes.IndexByte(cred, ':')
+				if c <= 0 || c == len(cred)-1 {
+					continue // no password: curl asks for it
+				}
+				curlEmit(st, d, e+a+c+1, e+b)
 			}
-			if ve-vs >= 8 {
-				curlEmit(st, d, e+a+vs, e+a+ve)
+			for _, m := range curlHeader().FindAllSubmatchIndex(cmd, -1) {
+				a, b := firstGroup(m)
+				if a < 0 {
+					continue
+				}
+				h := cmd[a:b]
+				c := bytes.IndexByte(h, ':')
+				if c <= 0 {
+					continue
+				}
+				name := strings.ToLower(string(bytes.TrimSpace(h[:c])))
+				vs := c + 1
+				for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
+					vs++
+				}
+				switch {
+				case name == "authorization" || name == "proxy-authorization":
+					if sp := bytes.IndexAny(h[vs:], " \t"); sp > 0 {
+						vs += sp + 1
+						for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
+							vs++
+						}
+					}
+				case strings.Contains(name, "token") || strings.Contains(name, "key") || strings.Contains(name, "secret") || strings.Contains(name, "auth"):
+				default:
+					continue
+				}
+				ve := len(h)
+				for ve > vs && (h[ve-1] == ' ' || h[ve-1] == '\t') {
+					ve--
+				}
+				if ve-vs >= 8 {
+					curlEmit(st, d, e+a+vs, e+a+ve)
+				}
 			}
+			pos = max(end, e)
 		}
-		pos = max(end, e)
 	}
 }
 
