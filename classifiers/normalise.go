@@ -220,6 +220,7 @@ func (v *view) toRoot(start, end int) (int, int, uint8) {
 // change.
 type viewBuilder struct {
 	src     []byte
+	buf     []byte // out's array when large enough (a recycled view's), or nil
 	out     []byte
 	segs    []vseg
 	done    int // src[:done] is in out
@@ -230,7 +231,11 @@ type viewBuilder struct {
 
 func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
 	if b.out == nil {
-		b.out = make([]byte, 0, len(b.src)+len(b.src)/16+64)
+		if need := len(b.src) + len(b.src)/16 + 64; cap(b.buf) >= need {
+			b.out = b.buf[:0]
+		} else {
+			b.out = make([]byte, 0, need)
+		}
 	}
 	if len(b.out)+(lo-b.done)+len(repl) > b.limit {
 		return false
@@ -270,10 +275,11 @@ func newView(src []byte, parent *view, normalise, decode bool) *view {
 }
 
 // redecode returns the view of parent's text that normalises and decodes
-// again what parent decoded (its decoded runs' bytes), or nil.
-func redecode(parent *view) *view {
+// again what parent decoded (its decoded runs' bytes), or nil. The view's
+// text is built in buf when it is large enough.
+func redecode(parent *view, buf []byte) *view {
 	src := parent.text
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	b := viewBuilder{src: src, buf: buf, limit: growBudget*len(src) + growSlack}
 	for _, g := range parent.segs {
 		if g.enc >= encPercent && g.vLo >= b.done {
 			b.walk(true, true, g.vLo, g.vHi)
@@ -288,9 +294,10 @@ func redecode(parent *view) *view {
 // a time past what needs nothing: ASCII words that are not all in
 // 0x2B..0x7A (a run of 16 base64 or hex characters holds such a word, and
 // prose has a space or a sign in nearly every word), and words whose
-// bytes of 0x80 or more are Latin-1 letters.
-func normaliseChunk(src []byte) (*view, []cand) {
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+// bytes of 0x80 or more are Latin-1 letters. The view's text is built in
+// buf when it is large enough.
+func normaliseChunk(src, buf []byte) (*view, []cand) {
+	b := viewBuilder{src: src, buf: buf, limit: growBudget*len(src) + growSlack}
 	var cands []cand
 	n := len(src)
 	floor := 0 // runs are not looked for before it
@@ -411,9 +418,9 @@ func latin1Word(x uint64) bool {
 }
 
 // decodeCands returns the decoded view of src at the places normaliseChunk
-// listed, or nil.
-func decodeCands(src []byte, parent *view, cands []cand) *view {
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+// listed, or nil. The view's text is built in buf when it is large enough.
+func decodeCands(src []byte, parent *view, cands []cand, buf []byte) *view {
+	b := viewBuilder{src: src, buf: buf, limit: growBudget*len(src) + growSlack}
 	next := 0 // the end of the last run read: a '%' inside it was read with it
 	for _, c := range cands {
 		switch {
