@@ -2,7 +2,9 @@ package classifiers
 
 import (
 	"context"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -70,4 +72,78 @@ func TestConcurrentFirstScans(t *testing.T) {
 			t.Errorf("goroutine %d: %d findings, want %d (or different ones)", i, len(got[i]), len(want))
 		}
 	}
+}
+
+// assignedPatterns are the assigned patterns of the secret families.
+func assignedPatterns(t testing.TB) []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, f := range secretFamilies() {
+		for _, p := range f.patterns {
+			if strings.Contains(p, assignOp) {
+				out = append(out, regexp.MustCompile(p))
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no assigned pattern")
+	}
+	return out
+}
+
+// checkAssignedFrom checks that starting an assigned pattern's search
+// where assignedFrom says finds the leftmost match the search from pos
+// finds, or that there is none when it says -1.
+func checkAssignedFrom(t *testing.T, res []*regexp.Regexp, text []byte, pos int) {
+	t.Helper()
+	from := assignedFrom(text, pos, len(text))
+	for _, re := range res {
+		want := re.FindSubmatchIndex(text[pos:])
+		for k := range want {
+			if want[k] >= 0 {
+				want[k] += pos
+			}
+		}
+		var got []int
+		if from >= 0 {
+			got = re.FindSubmatchIndex(text[from:])
+			for k := range got {
+				if got[k] >= 0 {
+					got[k] += from
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s on %q from %d: assignedFrom %d gives %v, want %v", re, text, pos, from, got, want)
+		}
+	}
+}
+
+func TestAssignedFrom(t *testing.T) {
+	res := assignedPatterns(t)
+	v24 := "Ab3dE5fG7hJ9kL1mN3pQ5rS7"
+	for _, text := range []string{
+		"", "snyk", "snyksnyksnyk", "SNYK_TOKEN=" + uuidSample, "x snyk_api_key: '" + uuidSample + "'",
+		"vercel=" + v24, "VERCEL_TOKEN := \"" + v24 + "\"", "vercel.token => " + v24, "a=b vercel=" + v24,
+		"ſnyk=" + uuidSample, "okta_key =\t'00" + v24 + v24[:16] + "'", "dd-api-key: " + v24 + v24[:8],
+		"cloudflare:cloudflare=" + v24 + v24[:16], "twitch=" + strings.ToLower(v24) + "abcdef",
+		"vercel" + strings.Repeat("x", 40) + "=" + v24, "netlify  'x'=" + v24,
+	} {
+		for pos := 0; pos <= len(text); pos++ {
+			checkAssignedFrom(t, res, []byte(text), pos)
+		}
+	}
+}
+
+const uuidSample = "3f9a2c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f"
+
+func FuzzAssignedFrom(f *testing.F) {
+	f.Add([]byte("SNYK_TOKEN = '"+uuidSample+"'"), 0)
+	f.Add([]byte("vercel:x vercel="+"Ab3dE5fG7hJ9kL1mN3pQ5rS7"), 3)
+	res := assignedPatterns(f)
+	f.Fuzz(func(t *testing.T, text []byte, pos int) {
+		if pos < 0 || pos > len(text) {
+			return
+		}
+		checkAssignedFrom(t, res, text, pos)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // secretFamily is one provider's token format as a row of a table: the
@@ -70,7 +71,22 @@ func (f *secretFamily) detector() *detector {
 		run := sync.OnceValue(func() func(*scanState, *detector, int, int) {
 			re := regexp.MustCompile(p)
 			g := min(re.NumSubexp(), 1)
-			return regexWindow(func() *regexp.Regexp { return re }, g, tok, f.emit(g))
+			if !strings.Contains(p, assignOp) {
+				return regexWindow(func() *regexp.Regexp { return re }, g, tok, f.emit(g))
+			}
+			return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
+				from := assignedFrom(text, pos, hi)
+				if from < 0 {
+					return nil
+				}
+				m := re.FindSubmatchIndex(text[from:hi])
+				for k := range m {
+					if m[k] >= 0 {
+						m[k] += from
+					}
+				}
+				return m
+			}, g, tok, f.emit(g))
 		})
 		runs = append(runs, func(st *scanState, d *detector, lo, hi int) { run()(st, d, lo, hi) })
 	}
@@ -140,7 +156,37 @@ func isAzureSecretByte(b byte) bool { return isTokenByte(b) || b == '~' || b == 
 // quote, an assignment operator, an optional opening quote, then the value
 // as group 1.
 func assigned(name, value string) string {
-	return `(?i:` + name + `)[\w.-]{0,30}["']?[ \t]*(?:=|:=|=>|:)[ \t]*["'` + "`" + `]?(` + value + `)`
+	return `(?i:` + name + `)[\w.-]{0,30}` + assignOp + `[ \t]*["'` + "`" + `]?(` + value + `)`
+}
+
+// assignOp is the quote, spaces and operator between an assigned pattern's
+// key and its value.
+const assignOp = `["']?[ \t]*(?:=|:=|=>|:)`
+
+// assignedFrom returns where in text[pos:hi] a match of an assigned pattern
+// can start first, or -1 when none can: every match holds an operator
+// ('=' or ':'), and only key bytes ([\w.-], or bytes of 0x80 or more, which
+// (?i) letters such as U+017F may be), a quote and spaces come before it,
+// so a match starts at or after the run of those ending at the first
+// operator. On a window of a repeated provider name without an operator
+// the expression is never run (its NFA would follow thirty threads per
+// byte).
+func assignedFrom(text []byte, pos, hi int) int {
+	o := bytes.IndexAny(text[pos:hi], "=:")
+	if o < 0 {
+		return -1
+	}
+	k := pos + o
+	for k > pos && (text[k-1] == ' ' || text[k-1] == '\t') {
+		k--
+	}
+	if k > pos && (text[k-1] == '"' || text[k-1] == '\'') {
+		k--
+	}
+	for k > pos && (isWordByte(text[k-1]) || text[k-1] == '.' || text[k-1] == '-' || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return k
 }
 
 const uuidPattern = `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
