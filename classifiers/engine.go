@@ -133,7 +133,7 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		}
 		defer s.viewBufs.Put(bufs)
 	}
-	nv, cands := normaliseChunk(text, bufs.get(0))
+	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0))
 	bufs.keep(0, nv)
 	vt := text
 	if nv != nil {
@@ -170,9 +170,9 @@ func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, 
 	for pass := 1; pass <= maxDecodePasses; pass++ {
 		var dv *view
 		if pass == 1 {
-			dv = decodeCands(vt, parent, cands, bufs.get(pass))
+			dv = decodeCands(vt, parent, cands, bufs.get(pass), bufs.getSegs(pass))
 		} else {
-			dv = redecode(parent, bufs.get(pass))
+			dv = redecode(parent, bufs.get(pass), bufs.getSegs(pass))
 		}
 		bufs.keep(pass, dv)
 		if dv == nil || !dv.decoded {
@@ -234,7 +234,10 @@ func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, 
 // then each decoded one) for the next chunk, through Scanner.viewBufs: a
 // view of a 1 MiB chunk is a 1 MiB copy, which most chunks of real text
 // need (one character NFKC changes is enough).
-type viewBufs struct{ b [1 + maxDecodePasses][]byte }
+type viewBufs struct {
+	b    [1 + maxDecodePasses][]byte
+	segs [1 + maxDecodePasses][]vseg
+}
 
 // get returns view k's recycled buffer, or nil (bufs nil).
 func (bufs *viewBufs) get(k int) []byte {
@@ -244,11 +247,25 @@ func (bufs *viewBufs) get(k int) []byte {
 	return bufs.b[k]
 }
 
-// keep records v's text as view k's buffer for the next chunk, when v
-// was built (bufs nil: nothing is recycled).
+// getSegs returns view k's recycled changed places, or nil (bufs nil).
+func (bufs *viewBufs) getSegs(k int) []vseg {
+	if bufs == nil {
+		return nil
+	}
+	return bufs.segs[k]
+}
+
+// keep records v's text and changed places as view k's buffers for the
+// next chunk, when v was built (bufs nil: nothing is recycled).
 func (bufs *viewBufs) keep(k int, v *view) {
-	if bufs != nil && v != nil && cap(v.text) > cap(bufs.b[k]) {
+	if bufs == nil || v == nil {
+		return
+	}
+	if cap(v.text) > cap(bufs.b[k]) {
 		bufs.b[k] = v.text[:0]
+	}
+	if cap(v.segs) > cap(bufs.segs[k]) {
+		bufs.segs[k] = v.segs[:0]
 	}
 }
 
