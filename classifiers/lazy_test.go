@@ -93,9 +93,9 @@ func assignedPatterns(t testing.TB) []*regexp.Regexp {
 // checkAssignedFrom checks that starting an assigned pattern's search
 // where assignedFrom says finds the leftmost match the search from pos
 // finds, or that there is none when it says -1.
-func checkAssignedFrom(t *testing.T, res []*regexp.Regexp, text []byte, pos int) {
+func checkAssignedFrom(t *testing.T, res []*regexp.Regexp, space func(byte) bool, text []byte, pos int) {
 	t.Helper()
-	from := assignedFrom(text, pos, len(text))
+	from := assignedFrom(text, pos, len(text), space)
 	for _, re := range res {
 		want := re.FindSubmatchIndex(text[pos:])
 		for k := range want {
@@ -118,6 +118,10 @@ func checkAssignedFrom(t *testing.T, res []*regexp.Regexp, text []byte, pos int)
 	}
 }
 
+// awsRE is secret.aws_secret_access_key's pattern, whose search starts
+// where assignedFrom says too (with \s before the operator).
+var awsRE = []*regexp.Regexp{regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)}
+
 func TestAssignedFrom(t *testing.T) {
 	res := assignedPatterns(t)
 	v24 := "Ab3dE5fG7hJ9kL1mN3pQ5rS7"
@@ -127,9 +131,12 @@ func TestAssignedFrom(t *testing.T) {
 		"ſnyk=" + uuidSample, "okta_key =\t'00" + v24 + v24[:16] + "'", "dd-api-key: " + v24 + v24[:8],
 		"cloudflare:cloudflare=" + v24 + v24[:16], "twitch=" + strings.ToLower(v24) + "abcdef",
 		"vercel" + strings.Repeat("x", 40) + "=" + v24, "netlify  'x'=" + v24,
+		"aws_secret_access_key =\n 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzYXWQMPLEK'", "AWSSECRET\r\n:" + v24 + v24[:16],
+		"secretaccesskeysecretaccesskey", "ſecret_access_key: " + v24 + v24[:16],
 	} {
 		for pos := 0; pos <= len(text); pos++ {
-			checkAssignedFrom(t, res, []byte(text), pos)
+			checkAssignedFrom(t, res, isBlank, []byte(text), pos)
+			checkAssignedFrom(t, awsRE, isRESpace, []byte(text), pos)
 		}
 	}
 }
@@ -139,11 +146,13 @@ const uuidSample = "3f9a2c1e-7b4d-4e8a-9c2f-1a2b3c4d5e6f"
 func FuzzAssignedFrom(f *testing.F) {
 	f.Add([]byte("SNYK_TOKEN = '"+uuidSample+"'"), 0)
 	f.Add([]byte("vercel:x vercel="+"Ab3dE5fG7hJ9kL1mN3pQ5rS7"), 3)
+	f.Add([]byte("aws_secret\n= wJalrXUtnFEMI/K7MDENG/bPxRfiCYzYXWQMPLEK"), 0)
 	res := assignedPatterns(f)
 	f.Fuzz(func(t *testing.T, text []byte, pos int) {
 		if pos < 0 || pos > len(text) {
 			return
 		}
-		checkAssignedFrom(t, res, text, pos)
+		checkAssignedFrom(t, res, isBlank, text, pos)
+		checkAssignedFrom(t, awsRE, isRESpace, text, pos)
 	})
 }

@@ -74,19 +74,7 @@ func (f *secretFamily) detector() *detector {
 			if !strings.Contains(p, assignOp) {
 				return regexWindow(func() *regexp.Regexp { return re }, g, tok, f.emit(g))
 			}
-			return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
-				from := assignedFrom(text, pos, hi)
-				if from < 0 {
-					return nil
-				}
-				m := re.FindSubmatchIndex(text[from:hi])
-				for k := range m {
-					if m[k] >= 0 {
-						m[k] += from
-					}
-				}
-				return m
-			}, g, tok, f.emit(g))
+			return assignedWindow(func() *regexp.Regexp { return re }, g, isBlank, tok, f.emit(g))
 		})
 		runs = append(runs, func(st *scanState, d *detector, lo, hi int) { run()(st, d, lo, hi) })
 	}
@@ -159,6 +147,30 @@ func assigned(name, value string) string {
 	return `(?i:` + name + `)[\w.-]{0,30}` + assignOp + `[ \t]*["'` + "`" + `]?(` + value + `)`
 }
 
+// assignedWindow is regexWindow for a pattern of a key, an optional
+// quote, spaces (space) and an operator ('=' or ':') before its value: the
+// search starts where assignedFrom says.
+func assignedWindow(re func() *regexp.Regexp, g int, space, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
+		from := assignedFrom(text, pos, hi, space)
+		if from < 0 {
+			return nil
+		}
+		m := re().FindSubmatchIndex(text[from:hi])
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += from
+			}
+		}
+		return m
+	}, g, token, fn)
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// isRESpace is regexp's \s.
+func isRESpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
 // assignOp is the quote, spaces and operator between an assigned pattern's
 // key and its value.
 const assignOp = `["']?[ \t]*(?:=|:=|=>|:)`
@@ -168,16 +180,17 @@ const assignOp = `["']?[ \t]*(?:=|:=|=>|:)`
 // ('=' or ':'), and only key bytes ([\w.-], or bytes of 0x80 or more, which
 // (?i) letters such as U+017F may be), a quote and spaces come before it,
 // so a match starts at or after the run of those ending at the first
-// operator. On a window of a repeated provider name without an operator
+// operator (space says which bytes the pattern allows before the
+// operator). On a window of a repeated provider name without an operator
 // the expression is never run (its NFA would follow thirty threads per
 // byte).
-func assignedFrom(text []byte, pos, hi int) int {
+func assignedFrom(text []byte, pos, hi int, space func(byte) bool) int {
 	o := bytes.IndexAny(text[pos:hi], "=:")
 	if o < 0 {
 		return -1
 	}
 	k := pos + o
-	for k > pos && (text[k-1] == ' ' || text[k-1] == '\t') {
+	for k > pos && space(text[k-1]) {
 		k--
 	}
 	if k > pos && (text[k-1] == '"' || text[k-1] == '\'') {

@@ -173,7 +173,7 @@ func secretDetectors() []*detector {
 			})},
 		{id: "secret.aws_secret_access_key", cat: CategorySecret, desc: "AWS secret access key assigned to an aws_secret_access_key-like name (40 base64 characters, entropy floor)",
 			keywords: []string{"secret_access_key", "secretaccesskey", "aws_secret", "awssecret"}, before: 8, after: 70,
-			window: regexWindow(awsSecret, 1, isB64BodyByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+			window: assignedWindow(awsSecret, 1, isRESpace, isB64BodyByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
 				if st.reservedSecret(v) || shannon(v) < 4.0 {
 					return
