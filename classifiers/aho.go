@@ -57,9 +57,12 @@ func newACMatcher(patterns []string) *acMatcher {
 	m.maxLen = max(m.maxLen, 1)
 	// The trie is built in delta itself (0 means no child: no edge leads
 	// back to the root), then completed in breadth-first order.
-	delta := make([]uint32, n, n*64)
-	var outs [][]int
-	outs = append(outs, nil)
+	total := 1 // an upper bound on the states: the root and a state per pattern byte
+	for _, p := range patterns {
+		total += len(p)
+	}
+	delta := make([]uint32, n, total*n)
+	outs := make([][]int, 1, total)
 	for pi, p := range patterns {
 		s := uint32(0)
 		for i := 0; i < len(p); i++ {
