@@ -19,12 +19,22 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // regexWindow returns a window function that runs re() over text[lo:hi] and
 // calls fn for every match whose group g (0 = whole match) is not glued to
 // token bytes on either side in the full text (see matchWindow).
+//
+// A pattern that begins with a literal prefix and a class run (see
+// prefixRun) is searched from the first prefix the run follows.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	pre := sync.OnceValue(func() *prefixRun { return newPrefixRun(re().String()) })
 	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
-		m := re().FindSubmatchIndex(text[pos:hi])
+		from := pos
+		if p := pre(); p != nil {
+			if from = p.from(text, pos, hi); from < 0 {
+				return nil
+			}
+		}
+		m := re().FindSubmatchIndex(text[from:hi])
 		for k := range m {
 			if m[k] >= 0 {
-				m[k] += pos
+				m[k] += from
 			}
 		}
 		return m
