@@ -12,18 +12,25 @@ func TestNewPrefixRun(t *testing.T) {
 	for _, c := range []struct {
 		pat    string
 		prefix string
+		fixed  int
 		min    int
+		exact  bool
+		next   int
 	}{
-		{`npm_[A-Za-z0-9]{36}`, "npm_", 36},
-		{`hvs\.[A-Za-z0-9_-]{24,}`, "hvs.", 24},
-		{`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`, "eyJ", 5},
-		{`AIza[0-9A-Za-z_-]{35}`, "AIza", 35},
-		{`gsk_[A-Za-z0-9]+`, "gsk_", 1},
-		{`(?i:snyk)[\w.-]{0,30}=`, "", 0},
-		{`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`, "", 0},
-		{`AccountKey=([A-Za-z0-9+/]{86}==)`, "", 0},
-		{`x[a-z]*`, "", 0},
-		{`[0-9a-f]{8}-`, "", 0},
+		{`npm_[A-Za-z0-9]{36}`, "npm_", 0, 36, true, -1},
+		{`hvs\.[A-Za-z0-9_-]{24,}`, "hvs.", 0, 24, false, -1},
+		{`hv[sbr]\.[A-Za-z0-9_-]{24,}`, "hv", 2, 24, false, -1},
+		{`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`, "eyJ", 0, 5, false, '.'},
+		{`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`, "SG.", 0, 22, true, '.'},
+		{`AIza[0-9A-Za-z_-]{35}`, "AIza", 0, 35, true, -1},
+		{`gsk_[A-Za-z0-9]+`, "gsk_", 0, 1, false, -1},
+		{`ab_[a-z]{4,9}-x`, "ab_", 0, 4, false, -1},
+		{`ab[a-z][a-z]-`, "ab", 0, 2, true, '-'},
+		{`(?i:snyk)[\w.-]{0,30}=`, "", 0, 0, false, 0},
+		{`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`, "", 0, 0, false, 0},
+		{`AccountKey=([A-Za-z0-9+/]{86}==)`, "", 0, 0, false, 0},
+		{`x[a-z]*`, "", 0, 0, false, 0},
+		{`[0-9a-f]{8}-`, "", 0, 0, false, 0},
 	} {
 		p := newPrefixRun(c.pat)
 		if c.prefix == "" {
@@ -32,8 +39,8 @@ func TestNewPrefixRun(t *testing.T) {
 			}
 			continue
 		}
-		if p == nil || string(p.prefix) != c.prefix || p.min != c.min {
-			t.Errorf("%s: got %+v, want %q, %d", c.pat, p, c.prefix, c.min)
+		if p == nil || string(p.prefix) != c.prefix || len(p.fixed) != c.fixed || p.min != c.min || p.exact != c.exact || p.next != c.next {
+			t.Errorf("%s: got %+v, want %q, %d fixed, %d, exact %v, next %d", c.pat, p, c.prefix, c.fixed, c.min, c.exact, c.next)
 		}
 	}
 }
@@ -92,7 +99,7 @@ func TestPrefixFrom(t *testing.T) {
 	alnum := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-."
 	for _, re := range res {
 		p := newPrefixRun(re.String())
-		for range 40 {
+		for range 200 {
 			var b strings.Builder
 			for b.Len() < 400 {
 				switch r.IntN(5) {
@@ -107,10 +114,21 @@ func TestPrefixFrom(t *testing.T) {
 				case 3:
 					b.WriteString(" =:\n\"")
 				default:
-					// a sample the pattern may match: prefix and a long run
+					// a sample the pattern may match: prefix, fixed
+					// bytes, a run around its length, the ending byte
 					b.WriteString(string(p.prefix))
-					for range p.min + r.IntN(60) {
-						b.WriteByte(alnum[r.IntN(62)])
+					for _, set := range p.fixed {
+						b.WriteByte(pick(r, set))
+					}
+					n := p.min + r.IntN(60)
+					if r.IntN(2) == 0 {
+						n = max(0, p.min-1+r.IntN(3))
+					}
+					for range n {
+						b.WriteByte(pick(r, &p.class))
+					}
+					if p.next >= 0 && r.IntN(4) > 0 {
+						b.WriteByte(byte(p.next))
 					}
 				}
 			}
@@ -118,6 +136,15 @@ func TestPrefixFrom(t *testing.T) {
 			for _, pos := range []int{0, 1, r.IntN(len(text)), len(text) - 1} {
 				checkPrefixFrom(t, re, text, pos)
 			}
+		}
+	}
+}
+
+// pick returns a random byte of set (which has one).
+func pick(r *rand.Rand, set *[256]bool) byte {
+	for {
+		if c := byte(r.IntN(128)); set[c] {
+			return c
 		}
 	}
 }
