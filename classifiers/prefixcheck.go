@@ -210,3 +210,40 @@ func (p *prefixRun) from(text []byte, pos, hi int) int {
 	}
 	return -1
 }
+
+// requiredLiterals returns the literals of three bytes or more that every
+// match of pat holds (the literals of its top-level sequence after the
+// first element, case-sensitive ASCII), such as a PEM block's
+// "-----END ": a window without one of them after the search's start has
+// no match there, and is not read by the expression.
+func requiredLiterals(pat string) [][]byte {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	if re.Op != syntax.OpConcat {
+		return nil
+	}
+	var out [][]byte
+	for _, e := range re.Sub[1:] {
+		if e.Op != syntax.OpLiteral || e.Flags&syntax.FoldCase != 0 || len(e.Rune) < 3 {
+			continue
+		}
+		var lit []byte
+		for _, r := range e.Rune {
+			if r >= 0x80 {
+				lit = nil
+				break
+			}
+			lit = append(lit, byte(r))
+		}
+		if lit != nil {
+			out = append(out, lit)
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"regexp"
 	"slices"
@@ -62,8 +63,9 @@ func prefixPatterns() []*regexp.Regexp {
 	return out
 }
 
-// checkPrefixFrom checks that searching from where the prefix run says
-// finds the leftmost match the search from pos finds.
+// checkPrefixFrom checks that searching from where the prefix run says,
+// unless a required literal is missing there, finds the leftmost match the
+// search from pos finds.
 func checkPrefixFrom(t *testing.T, re *regexp.Regexp, text []byte, pos int) {
 	t.Helper()
 	p := newPrefixRun(re.String())
@@ -74,7 +76,13 @@ func checkPrefixFrom(t *testing.T, re *regexp.Regexp, text []byte, pos int) {
 		}
 	}
 	var got []int
-	if from := p.from(text, pos, len(text)); from >= 0 {
+	from := p.from(text, pos, len(text))
+	for _, l := range requiredLiterals(re.String()) {
+		if from >= 0 && !bytes.Contains(text[from:], l) {
+			from = -1
+		}
+	}
+	if from >= 0 {
 		got = re.FindSubmatchIndex(text[from:])
 		for k := range got {
 			if got[k] >= 0 {
@@ -113,6 +121,9 @@ func TestPrefixFrom(t *testing.T) {
 					}
 				case 3:
 					b.WriteString(" =:\n\"")
+					for _, l := range requiredLiterals(re.String()) {
+						b.Write(l)
+					}
 				default:
 					// a sample the pattern may match: prefix, fixed
 					// bytes, a run around its length, the ending byte
@@ -159,4 +170,26 @@ func FuzzPrefixFrom(f *testing.F) {
 		}
 		checkPrefixFrom(t, res[which%len(res)], text, pos)
 	})
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		want []string
+	}{
+		{`-----BEGIN ((?:RSA |EC )?PRIVATE KEY)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`, []string{"-----", "-----END ", "-----"}},
+		{`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`, nil},
+		{`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`, []string{".eyJ"}},
+		{`abc|-----END `, nil},
+		{`(?i:key)=secret`, []string{"=secret"}},
+		{`(?i:key=secret)`, nil},
+	} {
+		var got []string
+		for _, l := range requiredLiterals(c.pat) {
+			got = append(got, string(l))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.pat, got, c.want)
+		}
+	}
 }

@@ -21,13 +21,20 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // token bytes on either side in the full text (see matchWindow).
 //
 // A pattern that begins with a literal prefix and a class run (see
-// prefixRun) is searched from the first prefix the run follows.
+// prefixRun) is searched from the first prefix the run follows, and not
+// at all where one of its required literals (requiredLiterals) is missing.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	pre := sync.OnceValue(func() *prefixRun { return newPrefixRun(re().String()) })
+	lits := sync.OnceValue(func() [][]byte { return requiredLiterals(re().String()) })
 	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
 		from := pos
 		if p := pre(); p != nil {
 			if from = p.from(text, pos, hi); from < 0 {
+				return nil
+			}
+		}
+		for _, l := range lits() {
+			if !bytes.Contains(text[from:hi], l) {
 				return nil
 			}
 		}
