@@ -1,6 +1,9 @@
 package classifiers
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // acMatcher is a compact Aho-Corasick automaton over ASCII-case-folded bytes.
 // It is built once in New and only read afterwards, so it is safe for
@@ -52,63 +55,63 @@ func newACMatcher(patterns []string) *acMatcher {
 	m.nclass = n
 	m.recip = ^uint64(0)/uint64(n) + 1
 	m.maxLen = max(m.maxLen, 1)
-	// trie
-	type node struct {
-		next map[uint8]uint32
-		fail uint32
-		out  []int
+	// The trie is built in delta itself (0 means no child: no edge leads
+	// back to the root), then completed in breadth-first order.
+	total := 1 // an upper bound on the states: the root and a state per pattern byte
+	for _, p := range patterns {
+		total += len(p)
 	}
-	nodes := []node{{next: map[uint8]uint32{}}}
+	delta := make([]uint32, n, total*n)
+	outs := make([][]int, 1, total)
 	for pi, p := range patterns {
 		s := uint32(0)
 		for i := 0; i < len(p); i++ {
-			c := m.class[p[i]]
-			nx, ok := nodes[s].next[c]
-			if !ok {
-				nx = uint32(len(nodes))
-				nodes = append(nodes, node{next: map[uint8]uint32{}})
-				nodes[s].next[c] = nx
+			c := uint32(m.class[p[i]])
+			nx := delta[int(s)*n+int(c)]
+			if nx == 0 {
+				nx = uint32(len(outs))
+				outs = append(outs, nil)
+				delta = append(delta, make([]uint32, n)...)
+				delta[int(s)*n+int(c)] = nx
 			}
 			s = nx
 		}
-		nodes[s].out = append(nodes[s].out, pi)
+		outs[s] = append(outs[s], pi)
 	}
-	m.delta = make([]uint32, len(nodes)*n)
+	states := len(outs)
+	m.fail = make([]uint32, states)
+	m.depth = make([]int32, states)
 	// BFS to fill failure links and the full transition table.
-	queue := make([]uint32, 0, len(nodes))
+	queue := make([]uint32, 0, states)
 	for c := 0; c < n; c++ {
-		if nx, ok := nodes[0].next[uint8(c)]; ok {
-			m.delta[c] = nx
-			nodes[nx].fail = 0
+		if nx := delta[c]; nx != 0 {
 			queue = append(queue, nx)
+			m.depth[nx] = 1
 		}
 	}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		f := nodes[s].fail
-		nodes[s].out = append(nodes[s].out, nodes[f].out...)
+		f := m.fail[s]
+		if len(outs[f]) > 0 {
+			outs[s] = append(slices.Clip(outs[s]), outs[f]...)
+		}
+		row, frow := delta[int(s)*n:int(s+1)*n], delta[int(f)*n:int(f+1)*n]
 		for c := 0; c < n; c++ {
-			if nx, ok := nodes[s].next[uint8(c)]; ok {
-				nodes[nx].fail = m.delta[int(f)*n+c]
-				m.delta[int(s)*n+c] = nx
+			if nx := row[c]; nx != 0 {
+				m.fail[nx] = frow[c]
+				m.depth[nx] = m.depth[s] + 1
 				queue = append(queue, nx)
 			} else {
-				m.delta[int(s)*n+c] = m.delta[int(f)*n+c]
+				row[c] = frow[c]
 			}
 		}
 	}
-	m.out = make([][]int, len(nodes))
-	m.hasOut = make([]bool, len(nodes))
-	m.fail = make([]uint32, len(nodes))
-	m.depth = make([]int32, len(nodes))
-	for i := range nodes {
-		m.out[i] = nodes[i].out
-		m.hasOut[i] = len(nodes[i].out) > 0
-		m.fail[i] = nodes[i].fail
-		for _, nx := range nodes[i].next {
-			m.depth[nx] = m.depth[i] + 1 // children come after their parent
-		}
+	m.delta = delta
+	m.out = outs
+	m.hasOut = make([]bool, states)
+	for i := range outs {
+		m.hasOut[i] = len(outs[i]) > 0
 	}
 	// Premultiply: entries hold next*nclass, with bit 31 set when the next
 	// state has output, so the scan loop is one load, one add and one test.

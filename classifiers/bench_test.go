@@ -70,6 +70,7 @@ func benchScan(b *testing.B, data []byte) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	var n int
+	cpu := processCPU()
 	for b.Loop() {
 		fs, err := s.Scan(ctx, data)
 		if err != nil {
@@ -77,6 +78,7 @@ func benchScan(b *testing.B, data []byte) {
 		}
 		n = len(fs)
 	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(n), "findings")
 }
 
@@ -116,9 +118,11 @@ func BenchmarkScanNames1MB(b *testing.B) { benchScan(b, namesCorpus(1<<20)) }
 
 func BenchmarkNew(b *testing.B) {
 	b.ReportAllocs()
+	cpu := processCPU()
 	for b.Loop() {
 		if _, err := New(Options{HashKey: []byte("k")}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }

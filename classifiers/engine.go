@@ -123,7 +123,18 @@ func (s *Scanner) scanChunk(ctx context.Context, text []byte, acceptLo, acceptHi
 // overlaps are resolved. part records the normalised view's offsets and
 // the view itself.
 func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, acceptHi int, pos *posTracker, base int, part *partialScan) ([]Finding, error) {
-	nv, cands := normaliseChunk(text)
+	// The views' texts are built in recycled buffers, except for
+	// ScanPartial, which keeps the normalised view.
+	var bufs *viewBufs
+	if part == nil {
+		bufs, _ = s.viewBufs.Get().(*viewBufs)
+		if bufs == nil {
+			bufs = new(viewBufs)
+		}
+		defer s.viewBufs.Put(bufs)
+	}
+	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0))
+	bufs.keep(0, nv)
 	vt := text
 	if nv != nil {
 		vt = nv.text
@@ -145,7 +156,7 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		}
 	}
 	if cands != nil {
-		s.scanDecoded(st, vt, nv, cands, part)
+		s.scanDecoded(st, vt, nv, cands, part, bufs)
 	}
 	return s.finishChunk(st, text, acceptLo, acceptHi, pos, base)
 }
@@ -154,15 +165,16 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 // normalised view nv's text, or the chunk) and adds to st the findings that
 // touch a decoded run, mapped back to the chunk (and to nv's offsets in
 // part).
-func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, part *partialScan) {
+func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, part *partialScan, bufs *viewBufs) {
 	parent := nv
 	for pass := 1; pass <= maxDecodePasses; pass++ {
 		var dv *view
 		if pass == 1 {
-			dv = decodeCands(vt, parent, cands)
+			dv = decodeCands(vt, parent, cands, bufs.get(pass), bufs.getSegs(pass))
 		} else {
-			dv = redecode(parent)
+			dv = redecode(parent, bufs.get(pass), bufs.getSegs(pass))
 		}
+		bufs.keep(pass, dv)
 		if dv == nil || !dv.decoded {
 			return
 		}
@@ -215,6 +227,45 @@ func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, 
 			s.putState(ds)
 		}
 		parent, vt = dv, dv.text
+	}
+}
+
+// viewBufs holds the text buffers of a chunk's views (the normalised one,
+// then each decoded one) for the next chunk, through Scanner.viewBufs: a
+// view of a 1 MiB chunk is a 1 MiB copy, which most chunks of real text
+// need (one character NFKC changes is enough).
+type viewBufs struct {
+	b    [1 + maxDecodePasses][]byte
+	segs [1 + maxDecodePasses][]vseg
+}
+
+// get returns view k's recycled buffer, or nil (bufs nil).
+func (bufs *viewBufs) get(k int) []byte {
+	if bufs == nil {
+		return nil
+	}
+	return bufs.b[k]
+}
+
+// getSegs returns view k's recycled changed places, or nil (bufs nil).
+func (bufs *viewBufs) getSegs(k int) []vseg {
+	if bufs == nil {
+		return nil
+	}
+	return bufs.segs[k]
+}
+
+// keep records v's text and changed places as view k's buffers for the
+// next chunk, when v was built (bufs nil: nothing is recycled).
+func (bufs *viewBufs) keep(k int, v *view) {
+	if bufs == nil || v == nil {
+		return
+	}
+	if cap(v.text) > cap(bufs.b[k]) {
+		bufs.b[k] = v.text[:0]
+	}
+	if cap(v.segs) > cap(bufs.segs[k]) {
+		bufs.segs[k] = v.segs[:0]
 	}
 }
 

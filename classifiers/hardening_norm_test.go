@@ -402,7 +402,7 @@ func FuzzNormalise(f *testing.F) {
 				}
 			}
 		}
-		nv, cands := normaliseChunk(src)
+		nv, cands := normaliseChunk(src, nil, nil)
 		check(nv, src)
 		if full := newView(src, nil, true, false); (full == nil) != (nv == nil) || nv != nil && !bytes.Equal(full.text, nv.text) {
 			t.Fatal("normaliseChunk and the full walk disagree")
@@ -420,12 +420,12 @@ func FuzzNormalise(f *testing.F) {
 		for pass := 1; pass <= maxDecodePasses; pass++ {
 			var dv *view
 			if pass == 1 {
-				dv = decodeCands(vt, parent, cands)
+				dv = decodeCands(vt, parent, cands, nil, nil)
 				if full := newView(vt, parent, false, true); (full == nil) != (dv == nil) || dv != nil && !bytes.Equal(full.text, dv.text) {
 					t.Fatal("the listed places and the full walk decode differently")
 				}
 			} else if parent != nil && parent.decoded {
-				dv = redecode(parent)
+				dv = redecode(parent, nil, nil)
 			}
 			check(dv, vt)
 			if dv == nil {

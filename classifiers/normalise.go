@@ -220,17 +220,24 @@ func (v *view) toRoot(start, end int) (int, int, uint8) {
 // change.
 type viewBuilder struct {
 	src     []byte
+	buf     []byte // out's array when large enough (a recycled view's), or nil
+	segBuf  []vseg // segs' array (a recycled view's), or nil
 	out     []byte
 	segs    []vseg
 	done    int // src[:done] is in out
 	limit   int // out may not grow past it
 	decoded bool
 	scratch []byte
+	nfkc    [1 << nfkcCacheBits]nfkcEntry // see normalised
 }
 
 func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
 	if b.out == nil {
-		b.out = make([]byte, 0, len(b.src)+len(b.src)/16+64)
+		if need := len(b.src) + len(b.src)/16 + 64; cap(b.buf) >= need {
+			b.out = b.buf[:0]
+		} else {
+			b.out = make([]byte, 0, need)
+		}
 	}
 	if len(b.out)+(lo-b.done)+len(repl) > b.limit {
 		return false
@@ -238,6 +245,9 @@ func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
 	b.out = append(b.out, b.src[b.done:lo]...)
 	vLo := len(b.out)
 	b.out = append(b.out, repl...)
+	if b.segs == nil {
+		b.segs = b.segBuf[:0]
+	}
 	b.segs = append(b.segs, vseg{vLo: vLo, vHi: len(b.out), oLo: lo, oHi: hi, enc: enc})
 	b.done = hi
 	if enc >= encPercent {
@@ -270,10 +280,12 @@ func newView(src []byte, parent *view, normalise, decode bool) *view {
 }
 
 // redecode returns the view of parent's text that normalises and decodes
-// again what parent decoded (its decoded runs' bytes), or nil.
-func redecode(parent *view) *view {
+// again what parent decoded (its decoded runs' bytes), or nil. The view's
+// text is built in buf when it is large enough (and its
+// changed places in segBuf).
+func redecode(parent *view, buf []byte, segBuf []vseg) *view {
 	src := parent.text
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+	b := viewBuilder{src: src, buf: buf, segBuf: segBuf, limit: growBudget*len(src) + growSlack}
 	for _, g := range parent.segs {
 		if g.enc >= encPercent && g.vLo >= b.done {
 			b.walk(true, true, g.vLo, g.vHi)
@@ -288,9 +300,10 @@ func redecode(parent *view) *view {
 // a time past what needs nothing: ASCII words that are not all in
 // 0x2B..0x7A (a run of 16 base64 or hex characters holds such a word, and
 // prose has a space or a sign in nearly every word), and words whose
-// bytes of 0x80 or more are Latin-1 letters.
-func normaliseChunk(src []byte) (*view, []cand) {
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+// bytes of 0x80 or more are Latin-1 letters. The view's text is built in
+// buf when it is large enough.
+func normaliseChunk(src, buf []byte, segBuf []vseg) (*view, []cand) {
+	b := viewBuilder{src: src, buf: buf, segBuf: segBuf, limit: growBudget*len(src) + growSlack}
 	var cands []cand
 	n := len(src)
 	floor := 0 // runs are not looked for before it
@@ -411,9 +424,10 @@ func latin1Word(x uint64) bool {
 }
 
 // decodeCands returns the decoded view of src at the places normaliseChunk
-// listed, or nil.
-func decodeCands(src []byte, parent *view, cands []cand) *view {
-	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack}
+// listed, or nil. The view's text is built in buf when it is large enough (and its
+// changed places in segBuf).
+func decodeCands(src []byte, parent *view, cands []cand, buf []byte, segBuf []vseg) *view {
+	b := viewBuilder{src: src, buf: buf, segBuf: segBuf, limit: growBudget*len(src) + growSlack}
 	next := 0 // the end of the last run read: a '%' inside it was read with it
 	for _, c := range cands {
 		switch {
@@ -608,7 +622,7 @@ func (b *viewBuilder) nonASCII(i int) int {
 			q = p + size
 		}
 		seg := src[start:q]
-		b.scratch = dropIgnorable(norm.NFKC.Append(b.scratch[:0], seg...))
+		b.scratch = b.normalised(seg)
 		if !bytes.Equal(b.scratch, seg) && !b.replace(start, q, b.scratch, encNormalised) {
 			return len(src) // past the growth bound: the rest as it is
 		}
@@ -616,6 +630,41 @@ func (b *viewBuilder) nonASCII(i int) int {
 	}
 	return hi
 }
+
+// normalised returns seg in NFKC without invisible characters, in
+// b.scratch. Segments of up to four bytes (one character, the usual case)
+// are looked up first in a small cache of those the builder met: a text of
+// fullwidth forms repeats a few characters, and norm's Append costs a
+// fresh reordering buffer per call.
+func (b *viewBuilder) normalised(seg []byte) []byte {
+	if len(seg) > 4 {
+		return dropIgnorable(norm.NFKC.Append(b.scratch[:0], seg...))
+	}
+	key := uint64(len(seg)) << 32
+	for k, c := range seg {
+		key |= uint64(c) << (8 * k)
+	}
+	e := &b.nfkc[(key*0x9E3779B97F4A7C15)>>(64-nfkcCacheBits)]
+	if e.key == key && e.n > 0 {
+		return append(b.scratch[:0], e.out[:e.n-1]...)
+	}
+	out := dropIgnorable(norm.NFKC.Append(b.scratch[:0], seg...))
+	if len(out) < len(e.out) {
+		e.key, e.n = key, uint8(len(out)+1)
+		copy(e.out[:], out)
+	}
+	return out
+}
+
+// nfkcEntry caches the normalised form of a segment of up to four bytes
+// (key: its length, then its bytes): out[:n-1], n == 0 for an empty entry.
+type nfkcEntry struct {
+	key uint64
+	n   uint8
+	out [15]byte
+}
+
+const nfkcCacheBits = 6
 
 // ignorableAt returns where the first invisible character of s starts,
 // or -1. Only a few lead bytes can start one (isIgnorable's ranges).

@@ -1198,20 +1198,20 @@ func (st *scanState) ipv6At(i int) int {
 	for hi > lo && text[hi-1] == '.' {
 		hi--
 	}
-	tok := string(text[lo:hi])
-	if hi-lo > 45 || strings.Count(tok, ":") < 2 || !boundaryOK(text, lo, hi) {
+	raw := text[lo:hi]
+	if hi-lo > 45 || bytes.Count(raw, []byte{':'}) < 2 || !boundaryOK(text, lo, hi) {
 		return end
 	}
 	hexN := 0
-	for k := 0; k < len(tok); k++ {
-		if isHex(tok[k]) {
+	for _, c := range raw {
+		if isHex(c) {
 			hexN++
 		}
 	}
 	if hexN < 4 {
 		return end
 	}
-	addr, err := netip.ParseAddr(tok)
+	addr, err := netip.ParseAddr(string(raw))
 	if err != nil || !addr.Is6() {
 		return end
 	}
@@ -1240,8 +1240,8 @@ func walletNumeric(st *scanState, d *detector, c *numCand) {
 	switch {
 	case text[lo] == '0' && lo+42 <= len(text) && (text[lo+1] == 'x' || text[lo+1] == 'X') && g.hi == lo+1:
 		hi := lo + 42
-		if hi < len(text) && isWordByte(text[hi]) {
-			return
+		if (hi < len(text) && isWordByte(text[hi])) || !allHex(text[lo+2:hi]) {
+			return // not 40 hex digits (a 0x literal of code): no string made
 		}
 		v := string(text[lo:hi])
 		ok, checked := validEthAddress(v)

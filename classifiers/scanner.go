@@ -111,6 +111,7 @@ type Scanner struct {
 	chunk, overlap  int // chunkSize and chunkOverlap; smaller in tests
 	phones          *phoneBook
 	states          sync.Pool // *scanState, see getState
+	viewBufs        sync.Pool // *viewBufs, see scanChunkRaw
 	entropy         entropyTable
 	ovClass         []uint8 // per who (see rawFinding): overlapClass of its category
 	allowed         map[allowKey]bool

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
 // secretFamily is one provider's token format as a row of a table: the
@@ -50,7 +52,9 @@ func familyDetectors() []*detector {
 	}
 	out = append(out, &detector{id: "secret.curl_auth", cat: CategorySecret,
 		desc:     "Credentials on a curl command line: the password of -u/--user user:password, or the token of an -H Authorization (or *-Token, *-Key) header",
-		keywords: []string{"curl"}, after: curlReach, window: curlWindow})
+		keywords: []string{"curl"}, after: curlReach, window: curlWindow(
+			lazyRE(`(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})'|([^\s"']{1,}))`),
+			lazyRE(`(?:^|[ \t])(?:-H|--header)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})')`))})
 	return out
 }
 
@@ -60,11 +64,19 @@ func (f *secretFamily) detector() *detector {
 	if tok == nil {
 		tok = isTokenByte
 	}
+	// Each pattern is compiled on the detector's first window (New
+	// compiles none); the group a match reports is known only then.
 	var runs []func(*scanState, *detector, int, int)
 	for _, p := range f.patterns {
-		re := regexp.MustCompile(p)
-		g := min(re.NumSubexp(), 1)
-		runs = append(runs, regexWindow(re, g, tok, f.emit(g)))
+		run := sync.OnceValue(func() func(*scanState, *detector, int, int) {
+			re := regexp.MustCompile(p)
+			g := min(re.NumSubexp(), 1)
+			if !strings.Contains(p, assignOp) {
+				return regexWindow(func() *regexp.Regexp { return re }, g, tok, f.emit(g))
+			}
+			return assignedWindow(func() *regexp.Regexp { return re }, g, isBlank, tok, f.emit(g))
+		})
+		runs = append(runs, func(st *scanState, d *detector, lo, hi int) { run()(st, d, lo, hi) })
 	}
 	if len(runs) == 1 {
 		d.window = runs[0]
@@ -132,7 +144,62 @@ func isAzureSecretByte(b byte) bool { return isTokenByte(b) || b == '~' || b == 
 // quote, an assignment operator, an optional opening quote, then the value
 // as group 1.
 func assigned(name, value string) string {
-	return `(?i:` + name + `)[\w.-]{0,30}["']?[ \t]*(?:=|:=|=>|:)[ \t]*["'` + "`" + `]?(` + value + `)`
+	return `(?i:` + name + `)[\w.-]{0,30}` + assignOp + `[ \t]*["'` + "`" + `]?(` + value + `)`
+}
+
+// assignedWindow is regexWindow for a pattern of a key, an optional
+// quote, spaces (space) and an operator ('=' or ':') before its value: the
+// search starts where assignedFrom says.
+func assignedWindow(re func() *regexp.Regexp, g int, space, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
+		from := assignedFrom(text, pos, hi, space)
+		if from < 0 {
+			return nil
+		}
+		m := re().FindSubmatchIndex(text[from:hi])
+		for k := range m {
+			if m[k] >= 0 {
+				m[k] += from
+			}
+		}
+		return m
+	}, g, token, fn)
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' }
+
+// isRESpace is regexp's \s.
+func isRESpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' }
+
+// assignOp is the quote, spaces and operator between an assigned pattern's
+// key and its value.
+const assignOp = `["']?[ \t]*(?:=|:=|=>|:)`
+
+// assignedFrom returns where in text[pos:hi] a match of an assigned pattern
+// can start first, or -1 when none can: every match holds an operator
+// ('=' or ':'), and only key bytes ([\w.-], or bytes of 0x80 or more, which
+// (?i) letters such as U+017F may be), a quote and spaces come before it,
+// so a match starts at or after the run of those ending at the first
+// operator (space says which bytes the pattern allows before the
+// operator). On a window of a repeated provider name without an operator
+// the expression is never run (its NFA would follow thirty threads per
+// byte).
+func assignedFrom(text []byte, pos, hi int, space func(byte) bool) int {
+	o := bytes.IndexAny(text[pos:hi], "=:")
+	if o < 0 {
+		return -1
+	}
+	k := pos + o
+	for k > pos && space(text[k-1]) {
+		k--
+	}
+	if k > pos && (text[k-1] == '"' || text[k-1] == '\'') {
+		k--
+	}
+	for k > pos && (isWordByte(text[k-1]) || text[k-1] == '.' || text[k-1] == '-' || text[k-1] >= utf8.RuneSelf) {
+		k--
+	}
+	return k
 }
 
 const uuidPattern = `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
@@ -561,86 +628,83 @@ func validAgeKey(v string) bool {
 // curlReach bounds how far after "curl" a command's options are read.
 const curlReach = 2000
 
-var (
-	curlUser   = regexp.MustCompile(`(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})'|([^\s"']{1,}))`)
-	curlHeader = regexp.MustCompile(`(?:^|[ \t])(?:-H|--header)(?:[ \t]+|=)(?:"([^"\n]{1,})"|'([^'\n]{1,})')`)
-)
-
-// curlWindow reads every curl command that starts in [lo, hi): up to its
+// curlWindow returns the window function that reads every curl command that starts in [lo, hi): up to its
 // end (a newline not escaped by a backslash, curlReach bytes at most), it
 // reports the password of -u user:password and the credential of an
 // Authorization header (after its scheme: Bearer, Basic, Token, …) or of a
 // header whose name says token, key or secret. Each byte is read once per
-// command.
-func curlWindow(st *scanState, d *detector, lo, hi int) {
-	text := st.text
-	for pos := lo; pos < hi; {
-		k := bytes.Index(text[pos:hi], []byte("curl"))
-		if k < 0 {
-			return
-		}
-		s := pos + k
-		e := s + 4
-		if (s > 0 && isWordByte(text[s-1])) || (e < len(text) && isWordByte(text[e])) {
-			pos = e
-			continue
-		}
-		end := e
-		for end < len(text) && end-s < curlReach {
-			if text[end] == '\n' && !(end > 0 && text[end-1] == '\\') && !(end > 1 && text[end-1] == '\r' && text[end-2] == '\\') {
-				break
+// command. curlUser and curlHeader match the -u and -H options.
+func curlWindow(curlUser, curlHeader func() *regexp.Regexp) func(st *scanState, d *detector, lo, hi int) {
+	return func(st *scanState, d *detector, lo, hi int) {
+		text := st.text
+		for pos := lo; pos < hi; {
+			k := bytes.Index(text[pos:hi], []byte("curl"))
+			if k < 0 {
+				return
 			}
-			end++
-		}
-		cmd := text[e:end]
-		for _, m := range curlUser.FindAllSubmatchIndex(cmd, -1) {
-			a, b := firstGroup(m)
-			if a < 0 {
+			s := pos + k
+			e := s + 4
+			if (s > 0 && isWordByte(text[s-1])) || (e < len(text) && isWordByte(text[e])) {
+				pos = e
 				continue
 			}
-			cred := cmd[a:b]
-			c := bytes.IndexByte(cred, ':')
-			if c <= 0 || c == len(cred)-1 {
-				continue // no password: curl asks for it
-			}
-			curlEmit(st, d, e+a+c+1, e+b)
-		}
-		for _, m := range curlHeader.FindAllSubmatchIndex(cmd, -1) {
-			a, b := firstGroup(m)
-			if a < 0 {
-				continue
-			}
-			h := cmd[a:b]
-			c := bytes.IndexByte(h, ':')
-			if c <= 0 {
-				continue
-			}
-			name := strings.ToLower(string(bytes.TrimSpace(h[:c])))
-			vs := c + 1
-			for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
-				vs++
-			}
-			switch {
-			case name == "authorization" || name == "proxy-authorization":
-				if sp := bytes.IndexAny(h[vs:], " \t"); sp > 0 {
-					vs += sp + 1
-					for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
-						vs++
-					}
+			end := e
+			for end < len(text) && end-s < curlReach {
+				if text[end] == '\n' && !(end > 0 && text[end-1] == '\\') && !(end > 1 && text[end-1] == '\r' && text[end-2] == '\\') {
+					break
 				}
-			case strings.Contains(name, "token") || strings.Contains(name, "key") || strings.Contains(name, "secret") || strings.Contains(name, "auth"):
-			default:
-				continue
+				end++
 			}
-			ve := len(h)
-			for ve > vs && (h[ve-1] == ' ' || h[ve-1] == '\t') {
-				ve--
+			cmd := text[e:end]
+			for _, m := range curlUser().FindAllSubmatchIndex(cmd, -1) {
+				a, b := firstGroup(m)
+				if a < 0 {
+					continue
+				}
+				cred := cmd[a:b]
+				c := bytes.IndexByte(cred, ':')
+				if c <= 0 || c == len(cred)-1 {
+					continue // no password: curl asks for it
+				}
+				curlEmit(st, d, e+a+c+1, e+b)
 			}
-			if ve-vs >= 8 {
-				curlEmit(st, d, e+a+vs, e+a+ve)
+			for _, m := range curlHeader().FindAllSubmatchIndex(cmd, -1) {
+				a, b := firstGroup(m)
+				if a < 0 {
+					continue
+				}
+				h := cmd[a:b]
+				c := bytes.IndexByte(h, ':')
+				if c <= 0 {
+					continue
+				}
+				name := strings.ToLower(string(bytes.TrimSpace(h[:c])))
+				vs := c + 1
+				for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
+					vs++
+				}
+				switch {
+				case name == "authorization" || name == "proxy-authorization":
+					if sp := bytes.IndexAny(h[vs:], " \t"); sp > 0 {
+						vs += sp + 1
+						for vs < len(h) && (h[vs] == ' ' || h[vs] == '\t') {
+							vs++
+						}
+					}
+				case strings.Contains(name, "token") || strings.Contains(name, "key") || strings.Contains(name, "secret") || strings.Contains(name, "auth"):
+				default:
+					continue
+				}
+				ve := len(h)
+				for ve > vs && (h[ve-1] == ' ' || h[ve-1] == '\t') {
+					ve--
+				}
+				if ve-vs >= 8 {
+					curlEmit(st, d, e+a+vs, e+a+ve)
+				}
 			}
+			pos = max(end, e)
 		}
-		pos = max(end, e)
 	}
 }
 

@@ -5,17 +5,43 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"sync"
 )
 
-// regexWindow returns a window function that runs re over text[lo:hi] and
+// lazyRE returns a function that compiles pat on its first call and
+// returns that *regexp.Regexp from then on; safe for concurrent use. A
+// detector's expressions are compiled when it first reads a window, so New
+// compiles none (TestLazyPatternsCompile compiles every one).
+func lazyRE(pat string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pat) })
+}
+
+// regexWindow returns a window function that runs re() over text[lo:hi] and
 // calls fn for every match whose group g (0 = whole match) is not glued to
 // token bytes on either side in the full text (see matchWindow).
-func regexWindow(re *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+//
+// A pattern that begins with a literal prefix and a class run (see
+// prefixRun) is searched from the first prefix the run follows, and not
+// at all where one of its required literals (requiredLiterals) is missing.
+func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
+	pre := sync.OnceValue(func() *prefixRun { return newPrefixRun(re().String()) })
+	lits := sync.OnceValue(func() [][]byte { return requiredLiterals(re().String()) })
 	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
-		m := re.FindSubmatchIndex(text[pos:hi])
+		from := pos
+		if p := pre(); p != nil {
+			if from = p.from(text, pos, hi); from < 0 {
+				return nil
+			}
+		}
+		for _, l := range lits() {
+			if !bytes.Contains(text[from:hi], l) {
+				return nil
+			}
+		}
+		m := re().FindSubmatchIndex(text[from:hi])
 		for k := range m {
 			if m[k] >= 0 {
-				m[k] += pos
+				m[k] += from
 			}
 		}
 		return m
@@ -135,22 +161,22 @@ func (st *scanState) reservedSecret(v string) bool {
 }
 
 func secretDetectors() []*detector {
-	awsID := regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
-	awsSecret := regexp.MustCompile(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
-	gl := regexp.MustCompile(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent|gloas|glffct)-[A-Za-z0-9_.-]{20,90}`)
-	slack := regexp.MustCompile(`xox[abposer]-[0-9]{6,15}-[0-9A-Za-z-]{8,200}|xapp-[0-9]-[A-Z0-9]{8,}-[0-9]{6,}-[a-f0-9]{32,}`)
-	slackHook := regexp.MustCompile(`(?:https://)?hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
-	stripe := regexp.MustCompile(`(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,247}`)
-	openai := regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{16,200}T3BlbkFJ[A-Za-z0-9_-]{16,200}`)
-	anthropic := regexp.MustCompile(`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`)
-	google := regexp.MustCompile(`AIza[0-9A-Za-z_-]{35}`)
-	azure := regexp.MustCompile(`AccountKey=([A-Za-z0-9+/]{86}==)`)
-	npm := regexp.MustCompile(`npm_[A-Za-z0-9]{36}`)
-	twilio := regexp.MustCompile(`SK[0-9a-fA-F]{32}|(?i:auth_?token)["']?\s*(?:=|:)\s*["']?([0-9a-f]{32})`)
-	sendgrid := regexp.MustCompile(`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)
-	pem := regexp.MustCompile(`-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`)
-	jwt := regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`)
-	gcp := regexp.MustCompile(`"private_key_id"\s*:\s*"([0-9a-f]{40})"`)
+	awsID := lazyRE(`(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16}`)
+	awsSecret := lazyRE(`(?i:secret_?access_?key|aws_?secret)["']?\s*(?:=|:|:=|=>)\s*["']?([A-Za-z0-9/+]{40})`)
+	gl := lazyRE(`(?:glpat|gldt|glrt|glptt|glft|glsoat|glcbt|glimt|glagent|gloas|glffct)-[A-Za-z0-9_.-]{20,90}`)
+	slack := lazyRE(`xox[abposer]-[0-9]{6,15}-[0-9A-Za-z-]{8,200}|xapp-[0-9]-[A-Z0-9]{8,}-[0-9]{6,}-[a-f0-9]{32,}`)
+	slackHook := lazyRE(`(?:https://)?hooks\.slack\.com/(?:services/T[A-Z0-9]{6,}/B[A-Z0-9]{6,}/[A-Za-z0-9]{20,}|workflows/[A-Za-z0-9/]{30,}|triggers/[A-Za-z0-9/]{30,})`)
+	stripe := lazyRE(`(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,247}`)
+	openai := lazyRE(`sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{16,200}T3BlbkFJ[A-Za-z0-9_-]{16,200}`)
+	anthropic := lazyRE(`sk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{80,110}AA`)
+	google := lazyRE(`AIza[0-9A-Za-z_-]{35}`)
+	azure := lazyRE(`AccountKey=([A-Za-z0-9+/]{86}==)`)
+	npm := lazyRE(`npm_[A-Za-z0-9]{36}`)
+	twilio := lazyRE(`SK[0-9a-fA-F]{32}|(?i:auth_?token)["']?\s*(?:=|:)\s*["']?([0-9a-f]{32})`)
+	sendgrid := lazyRE(`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)
+	pem := lazyRE(`-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`)
+	jwt := lazyRE(`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`)
+	gcp := lazyRE(`"private_key_id"\s*:\s*"([0-9a-f]{40})"`)
 
 	return []*detector{
 		{id: "secret.aws_access_key_id", cat: CategorySecret, desc: "AWS access key ID (AKIA/ASIA/… + 16 base32 characters)",
@@ -164,7 +190,7 @@ func secretDetectors() []*detector {
 			})},
 		{id: "secret.aws_secret_access_key", cat: CategorySecret, desc: "AWS secret access key assigned to an aws_secret_access_key-like name (40 base64 characters, entropy floor)",
 			keywords: []string{"secret_access_key", "secretaccesskey", "aws_secret", "awssecret"}, before: 8, after: 70,
-			window: regexWindow(awsSecret, 1, isB64BodyByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+			window: assignedWindow(awsSecret, 1, isRESpace, isB64BodyByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
 				v := string(st.text[lo:hi])
 				if st.reservedSecret(v) || shannon(v) < 4.0 {
 					return
