@@ -29,13 +29,9 @@ type prefixRun struct {
 // begin with a case-sensitive ASCII literal followed (after single bytes)
 // by a repeated ASCII character class of at least one byte.
 func newPrefixRun(pat string) *prefixRun {
-	re, err := syntax.Parse(pat, syntax.Perl)
-	if err != nil {
+	re := parseTop(pat)
+	if re == nil {
 		return nil
-	}
-	re = re.Simplify()
-	for re.Op == syntax.OpCapture {
-		re = re.Sub[0]
 	}
 	if re.Op != syntax.OpConcat || len(re.Sub) < 2 {
 		return nil
@@ -217,13 +213,9 @@ func (p *prefixRun) from(text []byte, pos, hi int) int {
 // "-----END ": a window without one of them after the search's start has
 // no match there, and is not read by the expression.
 func requiredLiterals(pat string) [][]byte {
-	re, err := syntax.Parse(pat, syntax.Perl)
-	if err != nil {
+	re := parseTop(pat)
+	if re == nil {
 		return nil
-	}
-	re = re.Simplify()
-	for re.Op == syntax.OpCapture {
-		re = re.Sub[0]
 	}
 	if re.Op != syntax.OpConcat {
 		return nil
@@ -246,4 +238,19 @@ func requiredLiterals(pat string) [][]byte {
 		}
 	}
 	return out
+}
+
+// parseTop parses pat as Go's regexp does and returns its simplified
+// syntax tree without the captures around its top; nil when pat does not
+// parse.
+func parseTop(pat string) *syntax.Regexp {
+	re, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re = re.Simplify()
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	return re
 }

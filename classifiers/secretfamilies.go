@@ -156,13 +156,7 @@ func assignedWindow(re func() *regexp.Regexp, g int, space, token func(byte) boo
 		if from < 0 {
 			return nil
 		}
-		m := re().FindSubmatchIndex(text[from:hi])
-		for k := range m {
-			if m[k] >= 0 {
-				m[k] += from
-			}
-		}
-		return m
+		return submatchFrom(re(), text, from, hi)
 	}, g, token, fn)
 }
 

@@ -38,13 +38,7 @@ func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func
 				return nil
 			}
 		}
-		m := re().FindSubmatchIndex(text[from:hi])
-		for k := range m {
-			if m[k] >= 0 {
-				m[k] += from
-			}
-		}
-		return m
+		return submatchFrom(re(), text, from, hi)
 	}, g, token, fn)
 }
 
@@ -610,4 +604,16 @@ func charClasses[T ~string | ~[]byte](v T) int {
 		}
 	}
 	return l + u + dg + o
+}
+
+// submatchFrom is re's leftmost match in text[from:hi], its submatch
+// offsets relative to text.
+func submatchFrom(re *regexp.Regexp, text []byte, from, hi int) []int {
+	m := re.FindSubmatchIndex(text[from:hi])
+	for k := range m {
+		if m[k] >= 0 {
+			m[k] += from
+		}
+	}
+	return m
 }
