@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aishield/aishield/internal/inputfile"
+
 	"github.com/aishield/aishield/internal/wire"
 )
 
@@ -103,17 +105,14 @@ func readLimited(r io.Reader, limit int64) ([]byte, error) {
 // Content-Length, -1 unknown): a buffer of that size is taken at once
 // instead of growing a 30 MB body through copies of twice its size.
 func readSized(r io.Reader, limit, size int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if size > 0 && size <= limit {
-		buf.Grow(int(size) + bytes.MinRead) // room for the read that sees the end
-	}
-	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+	data, err := inputfile.ReadUpTo(r, size, limit+1)
+	if err != nil {
 		return nil, err
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
-	return buf.Bytes(), nil
+	return data, nil
 }
 
 // credentialHeaders carry a caller's credentials for a provider; they are

@@ -293,7 +293,7 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		}
 		r, size = f, st.Size()
 	}
-	data, err := readWhole(r, size, maxWholeFile+1)
+	data, err := inputfile.ReadUpTo(r, size, maxWholeFile+1)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -378,25 +378,4 @@ func reportLarge(ctx context.Context, sc *classifiers.Scanner, in *largeInput, o
 	res.Decision = dec.decision()
 	rep.WriteErr = rep.end(res, sink)
 	return err
-}
-
-// readWhole reads r to its end or to limit bytes, into a buffer of size
-// bytes and a little more (a regular file's size, which it may have
-// outgrown since), grown only when r gives more.
-func readWhole(r io.Reader, size, limit int64) ([]byte, error) {
-	buf := make([]byte, 0, min(size, limit)+512)
-	lr := io.LimitReader(r, limit)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
 }

@@ -4,9 +4,11 @@
 // Directories, sockets and devices are refused without being opened. A
 // pipe may wait for its writer, in open(2) and in every read: both end
 // when the context is done, so that a signal always stops a command.
+// ReadUpTo reads any input, a file or a request body, into one buffer.
 package inputfile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +129,11 @@ func ReadAll(ctx context.Context, path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	size := int64(0)
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	data, err := ReadUpTo(f, size, limit+1)
 	if err != nil {
 		return nil, err
 	}
@@ -135,4 +141,18 @@ func ReadAll(ctx context.Context, path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return data, nil
+}
+
+// ReadUpTo reads r to its end or to max bytes, whichever comes first. When
+// r announced its size (a file's, a Content-Length; 0 or less when
+// unknown) and it is at most max, one buffer of that size is taken at once
+// instead of growing one through copies; an input that outgrew its size
+// is read all the same.
+func ReadUpTo(r io.Reader, size, max int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= max {
+		buf.Grow(int(size) + bytes.MinRead) // room for the read that sees the end
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, max))
+	return buf.Bytes(), err
 }
