@@ -97,20 +97,10 @@ func checkAssignedFrom(t *testing.T, res []*regexp.Regexp, space func(byte) bool
 	t.Helper()
 	from := assignedFrom(text, pos, len(text), space)
 	for _, re := range res {
-		want := re.FindSubmatchIndex(text[pos:])
-		for k := range want {
-			if want[k] >= 0 {
-				want[k] += pos
-			}
-		}
+		want := submatchFrom(re, text, pos, len(text))
 		var got []int
 		if from >= 0 {
-			got = re.FindSubmatchIndex(text[from:])
-			for k := range got {
-				if got[k] >= 0 {
-					got[k] += from
-				}
-			}
+			got = submatchFrom(re, text, from, len(text))
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("%s on %q from %d: assignedFrom %d gives %v, want %v", re, text, pos, from, got, want)

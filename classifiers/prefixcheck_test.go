@@ -69,12 +69,7 @@ func prefixPatterns() []*regexp.Regexp {
 func checkPrefixFrom(t *testing.T, re *regexp.Regexp, text []byte, pos int) {
 	t.Helper()
 	p := newPrefixRun(re.String())
-	want := re.FindSubmatchIndex(text[pos:])
-	for k := range want {
-		if want[k] >= 0 {
-			want[k] += pos
-		}
-	}
+	want := submatchFrom(re, text, pos, len(text))
 	var got []int
 	from := p.from(text, pos, len(text))
 	for _, l := range requiredLiterals(re.String()) {
@@ -83,12 +78,7 @@ func checkPrefixFrom(t *testing.T, re *regexp.Regexp, text []byte, pos int) {
 		}
 	}
 	if from >= 0 {
-		got = re.FindSubmatchIndex(text[from:])
-		for k := range got {
-			if got[k] >= 0 {
-				got[k] += from
-			}
-		}
+		got = submatchFrom(re, text, from, len(text))
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s on %q from %d: got %v, want %v", re, text, pos, got, want)

@@ -217,29 +217,7 @@ func refWriteText(w io.Writer, rep *scanReport) error {
 			return err
 		}
 	}
-	summary := fmt.Sprintf("%d findings in %d of %d files", n, withFindings, len(rep.Files))
-	if n == 0 {
-		summary = fmt.Sprintf("no findings in %d files", len(rep.Files))
-	}
-	if u := rep.unreadable(); u > 0 {
-		summary += fmt.Sprintf(" (%d not scanned: unreadable, listed above)", u)
-	}
-	if o := len(rep.NotScanned) - rep.unreadable(); o > 0 {
-		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", o)
-	}
-	if rep.Inline+rep.Baselined > 0 {
-		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
-	}
-	if rep.Ignored > 0 {
-		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
-	}
-	switch {
-	case rep.Interrupted:
-		summary = "incomplete, interrupted: " + summary
-	case rep.Errors > 0:
-		summary = fmt.Sprintf("incomplete, %d input(s) could not be read: %s", rep.Errors, summary)
-	}
-	_, err := fmt.Fprintln(w, summary)
+	_, err := fmt.Fprintln(w, scanSummary(rep, n, withFindings))
 	return err
 }
 
