@@ -378,6 +378,9 @@ type Exchange struct {
 	// sent (what the provider counts in usage.prompt_tokens).
 	tokenizer bool
 	prompt    []string
+	// usageFlagged: a prompt count reported before the end of a stream
+	// was already found too low (reported once).
+	usageFlagged bool
 	// replay: a captured stream is judged whole (Guard.Replay), every
 	// signal collected, instead of being cut at the first blocking one;
 	// blocked holds the blocking signals seen before its end.

@@ -88,6 +88,11 @@ type streamFilter struct {
 	closed  bool
 	sawDone bool
 	sum     wire.Summary // the stream's metadata, folded
+	// prompt is the provider's prompt token count reported before the
+	// end (Anthropic's message_start), waiting to be given to the
+	// verifier; promptSeen says the first such count was checked.
+	prompt     int
+	promptSeen bool
 	err     error        // sticky: returned once out is drained
 	open    bool         // failed open: pass events unchecked from now on
 	// chanSum hashes the verified text of each channel so far, and fed
@@ -177,6 +182,26 @@ func (f *streamFilter) step() {
 		}
 		modified = se.DropNullUsage()
 	}
+	var early []inbound.Signal
+	if se.Usage.PromptTokens > 0 && !f.promptSeen {
+		// A prompt count before the text (Anthropic's message_start) is
+		// checked at once: a prompt the provider did not process is
+		// refused before any of its answer goes out.
+		// The exact check (a destination with a declared tokenizer)
+		// first; else the verifier's, given the count with the next text.
+		f.promptSeen = true
+		tight, err := f.x.tightUsage(inbound.End{HasUsage: true, PromptTokens: se.Usage.PromptTokens}, nil)
+		if err != nil && !f.failOpen(StageVerify) {
+			f.cutGuard(StageVerify, err)
+			return
+		}
+		if len(tight) > 0 {
+			f.x.usageFlagged = true
+			early = tight
+		} else {
+			f.prompt = se.Usage.PromptTokens
+		}
+	}
 	ended := func(ch string) bool {
 		if se.EndsAll {
 			return true
@@ -203,7 +228,7 @@ func (f *streamFilter) step() {
 			}
 		}
 	}
-	var sigs []inbound.Signal
+	sigs := early
 	var text, whole strings.Builder
 	for i, seg := range se.Segments {
 		src := seg.Text
@@ -306,10 +331,10 @@ func (f *streamFilter) flush(ch string) bool {
 // enqueue queues an item whose verified text is text, feeding text to the
 // verifier and filing signals. It returns false when the stream was cut.
 func (f *streamFilter) enqueue(it item, text, id, model string, sigs []inbound.Signal) bool {
-	if f.x.session != nil && !f.closed && (text != "" || id != "") {
-		s, err := safeCall(func() ([]inbound.Signal, error) {
-			return f.x.session.Write(f.ctx, inbound.Delta{Text: text, ID: id, Model: model})
-		})
+	if f.x.session != nil && !f.closed && (text != "" || id != "" || f.prompt > 0) {
+		d := inbound.Delta{Text: text, ID: id, Model: model, PromptTokens: f.prompt}
+		f.prompt = 0
+		s, err := safeCall(func() ([]inbound.Signal, error) { return f.x.session.Write(f.ctx, d) })
 		if err != nil {
 			if f.failOpen(StageVerify) {
 				f.closed = true

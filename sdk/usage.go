@@ -26,7 +26,7 @@ const TightUsageRatio = 0.97
 // tokenizer. prior are the signals already found (a usage mismatch the
 // verifier reported is not reported twice).
 func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
-	if !x.tokenizer || len(x.prompt) == 0 || !end.HasUsage ||
+	if !x.tokenizer || len(x.prompt) == 0 || !end.HasUsage || x.usageFlagged ||
 		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) == policies.SignalOff {
 		return nil, nil
 	}

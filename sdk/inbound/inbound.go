@@ -86,6 +86,11 @@ type Delta struct {
 	// reported them for this piece ("" when absent).
 	ID    string
 	Model string
+	// PromptTokens is the provider's count of prompt tokens when a piece
+	// reports it before the end (Anthropic's message_start), 0 otherwise:
+	// a prompt the provider did not process is then refused before any
+	// text is released.
+	PromptTokens int
 }
 
 // End is what the guard knows about a response once it is complete.

@@ -43,6 +43,10 @@ type session struct {
 	firstID, firstModel string
 	idChanged           bool
 	closed              bool
+	// promptChecked: the provider's prompt count was checked when a piece
+	// reported it (Delta.PromptTokens); promptFlagged: it was too low, and
+	// Close does not report it again.
+	promptChecked, promptFlagged bool
 }
 
 // scratch is the working memory of a session that nothing references after
@@ -403,6 +407,13 @@ func (s *session) Write(ctx context.Context, d inbound.Delta) ([]inbound.Signal,
 			}
 		}
 	}
+	if d.PromptTokens > 0 && !s.promptChecked && s.v.on(policies.SignalUsageMismatch) {
+		s.promptChecked = true
+		if sig, ok := s.droppedPrompt(d.PromptTokens, "", false); ok {
+			s.promptFlagged = true
+			sigs = append(sigs, sig)
+		}
+	}
 	s.buf = append(s.buf, d.Text...)
 	_, _ = s.win.Write(s.buf[len(s.buf)-len(d.Text):])
 	got, err := s.check(ctx, false)
@@ -475,18 +486,28 @@ func (s *session) usage(end inbound.End) []inbound.Signal {
 		sigs = append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.9, Sign: policies.SignIdentityChange,
 			Message: fmt.Sprintf("the response carried %d different IDs: pieces of other responses were spliced in", len(end.IDs))})
 	}
-	if !end.HasUsage {
+	if !end.HasUsage || s.promptFlagged {
 		return sigs
 	}
+	if sig, ok := s.droppedPrompt(end.PromptTokens, end.FinishReason, true); ok {
+		sigs = append(sigs, sig)
+	}
+	return sigs
+}
+
+// droppedPrompt is the signal of a provider counting prompt tokens
+// (reported) far below the request's lower bound: it did not process the
+// prompt. finish, when ended, is the stream's finish reason.
+func (s *session) droppedPrompt(reported int, finish string, ended bool) (inbound.Signal, bool) {
 	lower := lowerBound(s.ex)
-	if lower < s.v.opts.MinPromptTokens || float64(end.PromptTokens) >= float64(lower)*s.v.opts.UsageRatio {
-		return sigs
+	if lower < s.v.opts.MinPromptTokens || float64(reported) >= float64(lower)*s.v.opts.UsageRatio {
+		return inbound.Signal{}, false
 	}
-	msg := fmt.Sprintf("the provider counted %d prompt tokens for a request of at least %d: it did not process the prompt", end.PromptTokens, lower)
-	if end.FinishReason == "" || abortFinish(end.FinishReason) {
-		msg += fmt.Sprintf(", and finished with %q", end.FinishReason)
+	msg := fmt.Sprintf("the provider counted %d prompt tokens for a request of at least %d: it did not process the prompt", reported, lower)
+	if ended && (finish == "" || abortFinish(finish)) {
+		msg += fmt.Sprintf(", and finished with %q", finish)
 	}
-	return append(sigs, inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Sign: policies.SignDroppedPrompt, Message: msg})
+	return inbound.Signal{ID: policies.SignalUsageMismatch, Confidence: 0.95, Sign: policies.SignDroppedPrompt, Message: msg}, true
 }
 
 // abortFinish reports finish reasons that say the engine gave up. An empty

@@ -446,3 +446,58 @@ func TestStreamHoldBackBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCountBeforeText: a prompt count reported before the answer's
+// text (Anthropic's message_start) is checked on that piece, so a stream
+// whose prompt the provider did not process is refused before any text
+// goes out, and the count is not reported again at the end. A plausible
+// early count raises nothing, and the end's count is still checked.
+func TestPromptCountBeforeText(t *testing.T) {
+	ctx := context.Background()
+	long := strings.Repeat("The quarterly plan covers hiring, budget and the office move. ", 12)
+	for _, tt := range []struct {
+		name         string
+		early, final int
+		atWrite      int // usage_mismatch signals from the first piece
+		atClose      int // and from Close
+	}{
+		{"dropped early", 1, 1, 1, 0},
+		{"plausible early, dropped at the end", 150, 1, 0, 1},
+		{"plausible", 150, 150, 0, 0},
+		{"no early count", 0, 1, 0, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newTestVerifier(t, Options{})
+			s, err := v.Begin(ctx, &inbound.Exchange{ID: "ex-" + tt.name, Texts: []string{long}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := func(sigs []inbound.Signal) int {
+				n := 0
+				for _, sg := range sigs {
+					if sg.ID == policies.SignalUsageMismatch {
+						n++
+					}
+				}
+				return n
+			}
+			sigs, err := s.Write(ctx, inbound.Delta{ID: "msg_1", PromptTokens: tt.early})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(sigs); got != tt.atWrite {
+				t.Fatalf("first piece: %d usage signals, want %d (%+v)", got, tt.atWrite, sigs)
+			}
+			if _, err := s.Write(ctx, inbound.Delta{Text: "Noted, thanks."}); err != nil {
+				t.Fatal(err)
+			}
+			sigs, err = s.Close(ctx, inbound.End{IDs: []string{"msg_1"}, HasUsage: true, PromptTokens: tt.final, FinishReason: "end_turn"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := count(sigs); got != tt.atClose {
+				t.Fatalf("close: %d usage signals, want %d (%+v)", got, tt.atClose, sigs)
+			}
+		})
+	}
+}
