@@ -1,8 +1,8 @@
 // Package pagedcache is a local inference server speaking OpenAI's API and
 // Anthropic's Messages API whose answers really come out of a paged KV
-// cache, built to reproduce the 2026
-// incident in which a shared inference service decoded over-long requests
-// over stale memory pages and returned other customers' data with HTTP 200.
+// cache, built to reproduce the 2026 incident in which a shared inference
+// service decoded over-long requests over stale memory pages and returned
+// other customers' data with HTTP 200.
 //
 // # Memory model
 //
