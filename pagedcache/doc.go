@@ -1,7 +1,8 @@
-// Package pagedcache is a local, OpenAI-compatible inference server whose
-// answers really come out of a paged KV cache, built to reproduce the 2026
-// incident in which a shared inference service decoded over-long requests
-// over stale memory pages and returned other customers' data with HTTP 200.
+// Package pagedcache is a local inference server speaking OpenAI's API and
+// Anthropic's Messages API whose answers really come out of a paged KV
+// cache, built to reproduce the 2026 incident in which a shared inference
+// service decoded over-long requests over stale memory pages and returned
+// other customers' data with HTTP 200.
 //
 // # Memory model
 //
@@ -45,12 +46,25 @@
 // [Server.Request] (or GET /debug/requests/{id}) returns, for a response ID,
 // every page the answer read with the tenant and request that wrote it.
 //
+// # Two APIs, one engine
+//
+// /v1/chat/completions and /v1/completions speak OpenAI's API, /v1/messages
+// Anthropic's Messages API (anthropic-version header, x-api-key, message
+// JSON or the SSE events message_start, content_block_start, ping,
+// content_block_delta, content_block_stop, message_delta and message_stop,
+// errors as {"type":"error","error":{...}}). Both reduce a request to the
+// same rendered prompt ("role: text" lines, then "assistant:") and are
+// answered by the same engine, pages, tenants and faults; stop sequences
+// (OpenAI's stop, Anthropic's stop_sequences) end an answer before the
+// first one it would hold. /healthz (and /health) answers "ok".
+//
 // # Correct behaviour and faults
 //
 // By default the server behaves: a prompt at or over the context length is
 // refused by the front end, and a prompt over the scheduler's limit
 // min(ContextLen-1, CapacityTokens-1) is refused too, both with HTTP 400 and
-// OpenAI's context_length_exceeded error. Faults are opt-in, for the whole
+// OpenAI's context_length_exceeded error (Anthropic's invalid_request_error
+// "prompt is too long" on /v1/messages). Faults are opt-in, for the whole
 // server (Options.Faults) or per request (the X-PagedCache-Fault header):
 // [FaultOversizeStalePages] (the incident), [FaultAbortReuseRace],
 // [FaultSharedPrefixCache] and [FaultAutoTruncate].

@@ -1,6 +1,7 @@
 package pagedcache
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -101,7 +102,7 @@ func (s *Server) Options() Options {
 func (s *Server) MaxRequestInputTokens() int { return s.maxReqInput }
 
 // Request returns the ground-truth record of the request with the given
-// response ID ("chatcmpl-pc-17"), or its sequence number ("17").
+// response ID ("chatcmpl-pc-17", "msg_pc-17"), or its sequence number ("17").
 func (s *Server) Request(id string) (RequestRecord, bool) {
 	seq, ok := parseRequestID(id)
 	if !ok {
@@ -190,6 +191,10 @@ type job struct {
 	prompt       []uint32
 	atLeast      int // when > 0, prompt was not tokenized: it has at least this many tokens
 	abortPrefill bool
+	// prefilled is the outcome being built, set once the prompt is in its
+	// pages and before the first token is generated: a stream's first event
+	// reads the prompt's usage from it.
+	prefilled *outcome
 }
 
 // outcome is what the engine answers.
@@ -198,9 +203,15 @@ type outcome struct {
 	cached         int
 	tokens         []uint32
 	finish         string
+	// stopSequence is the stop sequence that ended the answer ("" when
+	// none did); the answer's text is then the first stopAt bytes of the
+	// tokens' text, without the stop sequence.
+	stopSequence string
+	stopAt       int
 }
 
-// apiError is an OpenAI-format error answer.
+// apiError is an error answer, rendered in the format of the endpoint
+// (OpenAI's or Anthropic's, see writeError).
 type apiError struct {
 	status  int
 	typ     string
@@ -208,13 +219,16 @@ type apiError struct {
 	code    string
 	message string
 	outcome string
+	// tokens and limit, for context_length_exceeded: the prompt's tokens
+	// (at least) and the limit it is over.
+	tokens, limit int
 }
 
 func (e *apiError) Error() string { return e.message }
 
-func contextLengthError(msg string) *apiError {
+func contextLengthError(msg string, tokens, limit int) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages",
-		code: "context_length_exceeded", message: msg, outcome: "rejected"}
+		code: "context_length_exceeded", message: msg, outcome: "rejected", tokens: tokens, limit: limit}
 }
 
 // internTenant returns the tenant's index, adding it if new. Caller holds mu.
@@ -238,8 +252,11 @@ func (s *Server) newJob(endpoint, tenant string, faults faultSet) *job {
 	seq := s.seq
 	s.mu.Unlock()
 	prefix := "chatcmpl-pc-"
-	if endpoint == "completion" {
+	switch endpoint {
+	case "completion":
 		prefix = "cmpl-pc-"
+	case "messages":
+		prefix = "msg_pc-"
 	}
 	return &job{seq: seq, id: prefix + strconv.FormatUint(uint64(seq), 10), endpoint: endpoint, tenant: tenant, faults: faults}
 }
@@ -304,11 +321,13 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 	if j.atLeast > 0 {
 		rec.PromptTokens = j.atLeast
 		what := fmt.Sprintf("the maximum request input is %d tokens (min(context length %d, KV-cache capacity %d) - 1)", s.maxReqInput, s.opts.ContextLen, s.capacity)
+		limit := s.maxReqInput
 		if j.atLeast >= s.opts.ContextLen {
 			what = fmt.Sprintf("this model's maximum context length is %d tokens", s.opts.ContextLen)
+			limit = s.opts.ContextLen
 		}
 		return nil, contextLengthError(fmt.Sprintf(
-			"The input has at least %d tokens, which is over the limit: %s. Please reduce the length of the input messages.", j.atLeast, what))
+			"The input has at least %d tokens, which is over the limit: %s. Please reduce the length of the input messages.", j.atLeast, what), j.atLeast, limit)
 	}
 	if n == 0 {
 		return nil, &apiError{status: 400, typ: "invalid_request_error", param: "prompt", code: "invalid_prompt",
@@ -319,12 +338,12 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 		if n >= s.opts.ContextLen {
 			return nil, contextLengthError(fmt.Sprintf(
 				"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.",
-				s.opts.ContextLen, n))
+				s.opts.ContextLen, n), n, s.opts.ContextLen)
 		}
 		if mt := j.gen.maxTokens; mt > 0 && mt > s.opts.ContextLen-n {
 			return nil, contextLengthError(fmt.Sprintf(
 				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-				s.opts.ContextLen, n+mt, n, mt))
+				s.opts.ContextLen, n+mt, n, mt), n+mt, s.opts.ContextLen)
 		}
 	}
 	promptHash := hashTokens(14695981039346656037, j.prompt)
@@ -341,7 +360,7 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 		default:
 			return nil, contextLengthError(fmt.Sprintf(
 				"The input (%d tokens) is longer than the server can hold: the maximum request input is %d tokens (min(context length %d, KV-cache capacity %d) - 1).",
-				n, s.maxReqInput, s.opts.ContextLen, s.capacity))
+				n, s.maxReqInput, s.opts.ContextLen, s.capacity), n, s.maxReqInput)
 		}
 	}
 	mt := j.gen.maxTokens
@@ -450,7 +469,9 @@ func (s *Server) run(ctx context.Context, j *job, rec *RequestRecord, emit func(
 	if oversize {
 		out.reportedPrompt = 1
 	}
+	j.prefilled = out
 	out.tokens, out.finish = g.decode(ctx, mt, promptHash, emit)
+	out.stopSequence, out.stopAt = g.stopSequence, g.stopAt
 
 	s.mu.Lock()
 	for i := len(pt) - 1; i >= 0; i-- {
@@ -573,6 +594,10 @@ type decodeState struct {
 	oversize bool    // context = ctxSlots (stale pages), nothing written
 	ctxSlots []int32 // slots of the context when oversize
 	ctxLen   int     // context positions the model quotes from
+	// stopSequence and stopAt: the stop sequence that ended the answer and
+	// where it starts in the answer's text.
+	stopSequence string
+	stopAt       int
 }
 
 // writeRange writes toks at positions pos.. of the request. Caller holds mu.
@@ -610,6 +635,10 @@ func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint
 	}
 	q := newQuoter(g, rng, budget, soft, maxTokens)
 	out := make([]uint32, 0, min(budget, 1024))
+	var stops *stopper
+	if len(g.j.gen.stop) > 0 {
+		stops = &stopper{seqs: g.j.gen.stop}
+	}
 	const batch = 16
 	P := s.opts.PageSize
 	for more := true; more; {
@@ -630,6 +659,13 @@ func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint
 				s.pool.write(g.pt[pos/P], pos%P, []uint32{tok}, g.tIdx|generatedBit, g.j.seq)
 			}
 			out = append(out, tok)
+			if stops != nil {
+				if at, seq, ok := stops.add(s.detok([]uint32{tok})); ok {
+					g.stopSequence, g.stopAt = seq, at
+					more = false
+					break
+				}
+			}
 		}
 		s.mu.Unlock()
 		k := len(out) - start
@@ -647,6 +683,9 @@ func (g *decodeState) decode(ctx context.Context, maxTokens int, promptHash uint
 	}
 	// The incident's engine decodes an aborted request to its length
 	// budget; otherwise "length" means max_tokens cut the answer.
+	if g.stopSequence != "" {
+		return out, "stop"
+	}
 	if g.oversize || len(out) >= maxTokens {
 		return out, "length"
 	}
@@ -674,4 +713,28 @@ func (g *decodeState) noteRead(sl int) {
 		Page: pg, Tenant: ten, Request: req, Owner: m.ownerReq, Generation: m.gen,
 		Shared: slices.Contains(g.pt[:g.shared], int32(pg)), Tokens: 1,
 	})
+}
+
+// stopper finds the first stop sequence in an answer as it grows, token by
+// token: each token's bytes are searched only where a match can end in
+// them, so the whole search is linear in the answer's length times the
+// longest stop sequence.
+type stopper struct {
+	seqs []string
+	text []byte
+}
+
+// add appends b to the answer and reports the earliest stop sequence that
+// ends in it: where the sequence starts in the answer's text, and which.
+func (st *stopper) add(b []byte) (at int, seq string, ok bool) {
+	prev := len(st.text)
+	st.text = append(st.text, b...)
+	at = -1
+	for _, q := range st.seqs {
+		from := max(0, prev-len(q)+1)
+		if i := bytes.Index(st.text[from:], []byte(q)); i >= 0 && (at < 0 || from+i < at) {
+			at, seq = from+i, q
+		}
+	}
+	return at, seq, at >= 0
 }

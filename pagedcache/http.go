@@ -30,19 +30,33 @@ func (s *Server) routes() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, "chat") })
 	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, "completion") })
+	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) { s.serveGenerate(w, r, "messages") })
 	mux.HandleFunc("GET /v1/models", s.serveModels)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET /healthz", serveHealth)
+	mux.HandleFunc("GET /health", serveHealth)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("GET /debug/requests/{id}", s.serveDebugRequest)
 	mux.HandleFunc("GET /debug/pages", s.serveDebugPages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
+		endpoint := ""
+		if strings.HasPrefix(r.URL.Path, "/v1/messages") || r.Header.Get(HeaderAnthropicVersion) != "" {
+			endpoint = "messages"
+		}
+		writeError(w, endpoint, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
 			message: "no such endpoint: " + r.Method + " " + r.URL.Path})
 	})
 	s.mux = mux
 }
 
-// ServeHTTP serves the OpenAI-compatible API and the debug endpoints.
+// serveHealth answers the liveness probe (/healthz, and /health as an
+// alias): 200 "ok".
+func serveHealth(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// ServeHTTP serves the OpenAI-compatible API, Anthropic's Messages API and
+// the debug endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Log == nil || r.Method == http.MethodPost {
 		s.mux.ServeHTTP(w, r) // generation requests log their own, richer line
@@ -73,13 +87,17 @@ func (s *Server) writeLog(line string) {
 }
 
 // tenantOf names the request's tenant: X-Tenant-ID, else the API key's
-// tenant, else "anonymous".
+// tenant (the Authorization bearer token, or Anthropic's x-api-key), else
+// "anonymous".
 func (s *Server) tenantOf(r *http.Request) string {
 	if t := strings.TrimSpace(r.Header.Get(HeaderTenant)); t != "" {
 		return t
 	}
-	auth := r.Header.Get("Authorization")
-	if key, ok := strings.CutPrefix(auth, "Bearer "); ok && strings.TrimSpace(key) != "" {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(key) == "" {
+		key = r.Header.Get("X-Api-Key")
+	}
+	if strings.TrimSpace(key) != "" {
 		key = strings.TrimSpace(key)
 		if t, ok := s.opts.APIKeys[key]; ok {
 			return t
@@ -115,6 +133,12 @@ func (s *Server) faultsOf(r *http.Request) (faultSet, error) {
 
 func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint string) {
 	start := time.Now()
+	writeError := func(w http.ResponseWriter, e *apiError) { writeError(w, endpoint, e) }
+	if endpoint == "messages" && strings.TrimSpace(r.Header.Get(HeaderAnthropicVersion)) == "" {
+		writeError(w, &apiError{status: 400, typ: "invalid_request_error", param: "anthropic-version", code: "invalid_request",
+			message: "anthropic-version: header is required"})
+		return
+	}
 	tenant := s.tenantOf(r)
 	if len(tenant) > 256 || !utf8.ValidString(tenant) {
 		writeError(w, &apiError{status: 400, typ: "invalid_request_error", param: HeaderTenant, code: "invalid_tenant",
@@ -148,9 +172,12 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 		return
 	}
 	var gen generation
-	if endpoint == "chat" {
+	switch endpoint {
+	case "chat":
 		gen, err = parseChatRequest(body)
-	} else {
+	case "messages":
+		gen, err = parseMessagesRequest(body)
+	default:
 		gen, err = parseCompletionRequest(body)
 	}
 	body = nil
@@ -186,8 +213,14 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 		out, aerr = s.serveStream(w, r, j)
 	} else {
 		out, aerr = s.process(r.Context(), j, nil)
-		if aerr == nil {
+		switch {
+		case aerr != nil:
+		case endpoint != "messages":
 			s.writeJSONAnswer(w, j, out)
+		case out.finish == "abort":
+			aerr = abortedError()
+		default:
+			s.writeMessage(w, j, out)
 		}
 	}
 	if aerr != nil {
@@ -238,7 +271,7 @@ func usageOf(out *outcome) *usage {
 }
 
 func (s *Server) writeJSONAnswer(w http.ResponseWriter, j *job, out *outcome) {
-	text := strings.ToValidUTF8(string(s.detok(out.tokens)), "\uFFFD")
+	text := s.answerText(out)
 	finish := out.finish
 	var v any
 	if j.endpoint == "chat" {
@@ -259,17 +292,27 @@ func (s *Server) writeJSONAnswer(w http.ResponseWriter, j *job, out *outcome) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// serveStream answers with server-sent events. Errors found before the
-// first event are returned for a JSON error answer.
+// serveStream answers with server-sent events: OpenAI's chunks ending with
+// "data: [DONE]", or Anthropic's named events for /v1/messages. Errors found
+// before the first event are returned for a JSON error answer.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*outcome, *apiError) {
 	flusher, _ := w.(http.Flusher)
 	bw := bufio.NewWriter(w)
+	messages := j.endpoint == "messages"
 	started := false
-	var pending []byte // bytes of an incomplete UTF-8 sequence
-	send := func(v any) error {
+	feed := &answerFeed{s: s}
+	for _, q := range j.gen.stop {
+		feed.hold = max(feed.hold, len(q)-1)
+	}
+	send := func(event string, v any) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
+		}
+		if event != "" {
+			bw.WriteString("event: ")
+			bw.WriteString(event)
+			bw.WriteByte('\n')
 		}
 		bw.WriteString("data: ")
 		bw.Write(b)
@@ -304,27 +347,51 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*o
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Request-Id", j.id)
+		if messages {
+			w.Header().Set("Request-Id", j.id)
+		}
 		w.WriteHeader(http.StatusOK)
-		if j.endpoint == "chat" {
+		switch j.endpoint {
+		case "chat":
 			empty := ""
-			return send(chunk(&empty, "assistant", nil))
+			return send("", chunk(&empty, "assistant", nil))
+		case "messages":
+			v := anthropicEvent{Type: "message_start", Message: &anthropicResponse{
+				ID: j.id, Type: "message", Role: "assistant", Model: j.gen.model, Content: []anthropicBlockOut{},
+				Usage: anthropicUsageOf(j.prefilled, 0)}}
+			if err := send(v.Type, v); err != nil {
+				return err
+			}
+			zero := 0
+			v = anthropicEvent{Type: "content_block_start", Index: &zero, ContentBlock: &anthropicBlockOut{Type: "text"}}
+			if err := send(v.Type, v); err != nil {
+				return err
+			}
+			return send("ping", anthropicEvent{Type: "ping"})
 		}
 		return nil
+	}
+	delta := func(text string) error {
+		if text == "" {
+			return nil
+		}
+		if messages {
+			zero := 0
+			v := anthropicEvent{Type: "content_block_delta", Index: &zero, Delta: &anthropicDelta{Type: "text_delta", Text: &text}}
+			return send(v.Type, v)
+		}
+		return send("", chunk(&text, "", nil))
 	}
 	emit := func(toks []uint32) error {
 		if err := begin(); err != nil {
 			return err
 		}
-		b := append(pending, s.detok(toks)...)
-		cut := validPrefix(b)
-		pending = append([]byte(nil), b[cut:]...)
-		if cut == 0 {
-			return nil
-		}
-		text := strings.ToValidUTF8(string(b[:cut]), "\uFFFD")
-		return send(chunk(&text, "", nil))
+		return delta(feed.add(toks))
 	}
 	out, aerr := s.process(r.Context(), j, emit)
+	if aerr == nil && messages && out.finish == "abort" && !started {
+		aerr = abortedError()
+	}
 	if aerr != nil {
 		if !started {
 			return nil, aerr
@@ -334,14 +401,26 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*o
 	if err := begin(); err != nil {
 		return out, nil
 	}
-	if len(pending) > 0 {
-		text := strings.ToValidUTF8(string(pending), "\uFFFD")
-		if send(chunk(&text, "", nil)) != nil {
-			return out, nil
+	if delta(feed.rest(out)) != nil {
+		return out, nil
+	}
+	if messages {
+		zero := 0
+		reason, seq := stopReasonOf(out)
+		for _, v := range []anthropicEvent{
+			{Type: "content_block_stop", Index: &zero},
+			{Type: "message_delta", Delta: &anthropicDelta{StopReason: &reason, StopSequence: seq, stopFields: true},
+				Usage: &anthropicDeltaUsage{OutputTokens: len(out.tokens)}},
+			{Type: "message_stop"},
+		} {
+			if send(v.Type, v) != nil {
+				return out, nil
+			}
 		}
+		return out, nil
 	}
 	finish := out.finish
-	if send(chunk(nil, "", &finish)) != nil {
+	if send("", chunk(nil, "", &finish)) != nil {
 		return out, nil
 	}
 	if j.gen.includeUsage {
@@ -353,7 +432,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*o
 			v = completionResponse{ID: j.id, Object: "text_completion", Created: s.created, Model: j.gen.model,
 				Choices: []completionChoice{}, Usage: usageOf(out)}
 		}
-		if send(v) != nil {
+		if send("", v) != nil {
 			return out, nil
 		}
 	}
@@ -363,6 +442,54 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, j *job) (*o
 		flusher.Flush()
 	}
 	return out, nil
+}
+
+// answerFeed turns the tokens a stream generates into the text of its
+// events: whole UTF-8 characters only, and, when the request has stop
+// sequences, never the last hold bytes (the longest stop sequence but one)
+// until the answer is known, so that a stop sequence is never streamed.
+type answerFeed struct {
+	s    *Server
+	hold int
+	buf  []byte // the answer's bytes so far
+	sent int    // bytes of buf already sent
+}
+
+// add appends toks and returns the text that can be sent now.
+func (f *answerFeed) add(toks []uint32) string {
+	f.buf = append(f.buf, f.s.detok(toks)...)
+	end := len(f.buf) - f.hold
+	if end <= f.sent {
+		return ""
+	}
+	end = f.sent + validPrefix(f.buf[f.sent:end])
+	text := strings.ToValidUTF8(string(f.buf[f.sent:end]), "\uFFFD")
+	f.sent = end
+	return text
+}
+
+// rest returns the text not sent yet of the finished answer out.
+func (f *answerFeed) rest(out *outcome) string {
+	end := len(f.buf)
+	if out.stopSequence != "" {
+		end = min(end, out.stopAt)
+	}
+	if end <= f.sent {
+		return ""
+	}
+	text := strings.ToValidUTF8(string(f.buf[f.sent:end]), "\uFFFD")
+	f.sent = end
+	return text
+}
+
+// answerText is the text of a finished answer, cut before its stop
+// sequence.
+func (s *Server) answerText(out *outcome) string {
+	b := s.detok(out.tokens)
+	if out.stopSequence != "" {
+		b = b[:min(len(b), out.stopAt)]
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
 
 // validPrefix returns the length of b without a trailing incomplete UTF-8
@@ -379,7 +506,13 @@ func validPrefix(b []byte) int {
 	return len(b)
 }
 
-func writeError(w http.ResponseWriter, e *apiError) {
+// writeError answers e in the format of endpoint: Anthropic's for
+// "messages", OpenAI's for the others.
+func writeError(w http.ResponseWriter, endpoint string, e *apiError) {
+	if endpoint == "messages" {
+		writeAnthropicError(w, e)
+		return
+	}
 	body := errorBody{Error: apiErrorJSON{Message: e.message, Type: e.typ}}
 	if e.param != "" {
 		body.Error.Param = &e.param
@@ -411,7 +544,7 @@ func (s *Server) serveModels(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) serveDebugRequest(w http.ResponseWriter, r *http.Request) {
 	rec, ok := s.Request(r.PathValue("id"))
 	if !ok {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
+		writeError(w, "", &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found",
 			message: "no record of that request (unknown ID or dropped from history)"})
 		return
 	}

@@ -4,13 +4,13 @@ package pagedcache
 // with it and every page its answer read. Records are values; reading one
 // never races with the server.
 type RequestRecord struct {
-	// ID is the response ID ("chatcmpl-pc-17", "cmpl-pc-18").
+	// ID is the response ID ("chatcmpl-pc-17", "cmpl-pc-18", "msg_pc-19").
 	ID string `json:"id"`
 	// Seq is the request's sequence number, the writer ID used in PageRead.
 	Seq uint32 `json:"seq"`
 	// Tenant is the tenant the request came from.
 	Tenant string `json:"tenant"`
-	// Endpoint is "chat" or "completion".
+	// Endpoint is "chat", "completion" or "messages".
 	Endpoint string `json:"endpoint"`
 	// Faults are the faults in force for this request.
 	Faults []Fault `json:"faults,omitempty"`

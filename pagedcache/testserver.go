@@ -10,8 +10,9 @@ import (
 // a test, like httptest.Server. It is safe for concurrent use.
 type TestServer struct {
 	*Server
-	// URL is the base URL, e.g. "http://127.0.0.1:41234"; the OpenAI API is
-	// under URL+"/v1".
+	// URL is the base URL, e.g. "http://127.0.0.1:41234": the OpenAI API is
+	// under URL+"/v1" (an OpenAI client's base URL), the Messages API at
+	// URL+"/v1/messages" (an Anthropic client's base URL is URL).
 	URL string
 	hs  *httptest.Server
 }

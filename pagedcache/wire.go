@@ -13,14 +13,15 @@ import (
 // clients use their own (go-openai, openai-go, plain JSON).
 
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	N                   *int           `json:"n"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
-	Seed                *int64         `json:"seed"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	Seed                *int64          `json:"seed"`
+	Stop                json.RawMessage `json:"stop"`
 }
 
 type streamOptions struct {
@@ -72,6 +73,7 @@ type completionRequest struct {
 	Stream        bool            `json:"stream"`
 	StreamOptions *streamOptions  `json:"stream_options"`
 	Seed          *int64          `json:"seed"`
+	Stop          json.RawMessage `json:"stop"`
 }
 
 // generation is what both endpoints reduce a request to.
@@ -84,6 +86,53 @@ type generation struct {
 	// seed is the request's seed (OpenAI's seed parameter): the same prompt
 	// answered with another seed is another sample, as a regenerate gets.
 	seed int64
+	// stop are the stop sequences: the answer ends before the first one it
+	// would contain (OpenAI's stop, Anthropic's stop_sequences).
+	stop []string
+}
+
+// Bounds on stop sequences, which keep the engine's search cheap.
+const (
+	maxStopSequences   = 64
+	maxStopSequenceLen = 1024
+)
+
+// checkStops validates stop sequences named param.
+func checkStops(param string, stops []string) error {
+	if len(stops) > maxStopSequences {
+		return &requestError{param: param, msg: fmt.Sprintf("%s: at most %d stop sequences are supported, got %d", param, maxStopSequences, len(stops))}
+	}
+	for i, q := range stops {
+		if strings.TrimSpace(q) == "" || len(q) > maxStopSequenceLen {
+			return &requestError{param: param, msg: fmt.Sprintf("%s[%d]: each stop sequence must hold a non-whitespace character and at most %d bytes", param, i, maxStopSequenceLen)}
+		}
+	}
+	return nil
+}
+
+// parseOpenAIStop decodes OpenAI's stop: null, a string or an array of
+// strings (at most 4, as OpenAI allows).
+func parseOpenAIStop(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	var stops []string
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '"':
+		var q string
+		if err := json.Unmarshal(raw, &q); err != nil {
+			return nil, &requestError{param: "stop", msg: "stop: " + jsonErrorText(err)}
+		}
+		stops = []string{q}
+	default:
+		if err := json.Unmarshal(raw, &stops); err != nil {
+			return nil, &requestError{param: "stop", msg: "stop must be a string, an array of strings or null"}
+		}
+	}
+	if len(stops) > 4 {
+		return nil, &requestError{param: "stop", msg: fmt.Sprintf("stop: at most 4 sequences are supported, got %d", len(stops))}
+	}
+	return stops, checkStops("stop", stops)
 }
 
 // requestError is a 400 on the request body.
@@ -163,7 +212,11 @@ func parseChatRequest(body []byte) (generation, error) {
 		sb.WriteByte('\n')
 	}
 	sb.WriteString("assistant:")
-	g := generation{model: r.Model, prompt: sb.String(), maxTokens: maxTokens, stream: r.Stream}
+	stops, err := parseOpenAIStop(r.Stop)
+	if err != nil {
+		return generation{}, err
+	}
+	g := generation{model: r.Model, prompt: sb.String(), maxTokens: maxTokens, stream: r.Stream, stop: stops}
 	if r.Seed != nil {
 		g.seed = *r.Seed
 	}
@@ -203,7 +256,11 @@ func parseCompletionRequest(body []byte) (generation, error) {
 	if prompt == "" {
 		return generation{}, &requestError{param: "prompt", msg: "prompt must not be empty"}
 	}
-	g := generation{model: r.Model, prompt: prompt, maxTokens: maxTokens, stream: r.Stream}
+	stops, err := parseOpenAIStop(r.Stop)
+	if err != nil {
+		return generation{}, err
+	}
+	g := generation{model: r.Model, prompt: prompt, maxTokens: maxTokens, stream: r.Stream, stop: stops}
 	if r.Seed != nil {
 		g.seed = *r.Seed
 	}

@@ -26,14 +26,16 @@ func newCacheServerCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cache-server",
-		Short: "Run the local paged-KV-cache test server (OpenAI-compatible)",
-		Long: `cache-server runs an OpenAI-compatible inference server whose answers are
-read back from a paged KV cache, to prove a setup catches cross-tenant leaks.
+		Short: "Run the local paged-KV-cache test server (OpenAI and Anthropic APIs)",
+		Long: `cache-server runs an inference server speaking OpenAI's API and Anthropic's
+Messages API whose answers are read back from a paged KV cache, to prove a
+setup catches cross-tenant leaks.
 
 Presets: ` + strings.Join(pagedcache.Presets(), ", ") + `.
 Faults (opt-in; also per request with the X-PagedCache-Fault header): ` + faultNames() + `.
-Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,
-/debug/requests/{id} (ground truth), /debug/pages.`,
+Endpoints: /v1/chat/completions, /v1/completions, /v1/messages (Anthropic),
+/v1/models, /healthz (and /health), /metrics, /debug/requests/{id} (ground
+truth), /debug/pages.`,
 		Example: `  aishield cache-server --listen 127.0.0.1:8089 --preset incident-2026`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

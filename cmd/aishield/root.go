@@ -15,6 +15,7 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	setVersion(root)
 	root.SetIn(in)
 	root.SetOut(out)
 	root.SetErr(errOut)
