@@ -93,8 +93,8 @@ type streamFilter struct {
 	// verifier; promptSeen says the first such count was checked.
 	prompt     int
 	promptSeen bool
-	err     error        // sticky: returned once out is drained
-	open    bool         // failed open: pass events unchecked from now on
+	err        error // sticky: returned once out is drained
+	open       bool  // failed open: pass events unchecked from now on
 	// chanSum hashes the verified text of each channel so far, and fed
 	// the texts outside channels fed to the verifier already: a text an
 	// event repeats (a ".done" event's full text, a response object
