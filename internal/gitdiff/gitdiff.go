@@ -402,6 +402,9 @@ func parseHunk(s string) (oldN, newStart, newN int, err error) {
 	if err1 != nil || err2 != nil {
 		return 0, 0, 0, errors.New("hunk header with a bad range")
 	}
+	if newN > 0 && newStart == 0 {
+		return 0, 0, 0, errors.New("hunk header adding lines at line 0")
+	}
 	return oldN, newStart, newN, nil
 }
 

@@ -67,7 +67,7 @@ func TestReader(t *testing.T) {
 		},
 		{
 			name: "content lines that look like headers are content",
-			in: "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -0,0 +1,4 @@\n++++ b/evil\n+diff --git a/x b/x\n+@@ -1 +1 @@\n+\x00not a commit\n",
+			in:   "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -0,0 +1,4 @@\n++++ b/evil\n+diff --git a/x b/x\n+@@ -1 +1 @@\n+\x00not a commit\n",
 			want: []want{{oldPath: "f", path: "f", text: "+++ b/evil\ndiff --git a/x b/x\n@@ -1 +1 @@\n\x00not a commit\n", lines: []int{1, 2, 3, 4}}},
 		},
 		{
