@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,7 +141,7 @@ func buildHistory(t *testing.T) *gitRepo {
 // gitFinding is what the tests compare of a finding.
 type gitFinding struct {
 	Detector, Commit, Author, Email, Date, Path string
-	Line, Column                               int
+	Line, Column                                int
 }
 
 // runJSON runs the CLI and decodes its JSON report into findings.
@@ -513,4 +515,137 @@ func FuzzSplitShellWords(f *testing.F) {
 			t.Fatalf("%q: %q then %q, %v", s, words, again, err)
 		}
 	})
+}
+
+// What one commit adds whole, scan git finds as scan finds it in the
+// working tree: same detectors, lines, columns and fingerprints, invalid
+// UTF-8, NUL bytes past git's binary sniffing and CRLF included.
+func TestScanGitMatchesScan(t *testing.T) {
+	isolateGit(t)
+	t.Setenv(hashKeyEnv, "scan-git-test-key-0123456789")
+	r := newGitRepo(t)
+	files := map[string]string{
+		"invalid-utf8.txt": "ok\n\xff\xfe token: " + gitToken + "\nE-mail: " + gitEmail + " \xc3\n",
+		"nul.txt":          strings.Repeat("padding line\n", 700) + "token: " + gitToken + "\x00\x00 E-mail: " + gitEmail + "\n",
+		"crlf.txt":         "a\r\nE-mail: " + gitEmail + "\r\ntoken: " + gitToken + "\r\n",
+		"no-newline.txt":   "x\ntoken: " + gitToken,
+	}
+	var names []string
+	for name, content := range files {
+		r.write(name, content)
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	r.git(nil, "add", "-A")
+	r.commit("c1", annAuthor, annEmail, "2026-01-01T10:00:00+00:00")
+	t.Chdir(r.dir)
+	type key struct {
+		path, detector, fingerprint string
+		line, endLine, column       int
+	}
+	decode := func(args ...string) []key {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, nil, &out, &errOut); code != 1 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		var rep struct {
+			Files []struct {
+				Path     string `json:"path"`
+				Findings []struct {
+					Detector    string `json:"detector"`
+					Fingerprint string `json:"fingerprint"`
+					Line        int    `json:"line"`
+					EndLine     int    `json:"end_line"`
+					Column      int    `json:"column"`
+				} `json:"findings"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		var ks []key
+		for _, f := range rep.Files {
+			for _, x := range f.Findings {
+				ks = append(ks, key{f.Path, x.Detector, x.Fingerprint, x.Line, x.EndLine, x.Column})
+			}
+		}
+		slices.SortFunc(ks, func(a, b key) int { return strings.Compare(a.path+a.fingerprint, b.path+b.fingerprint) })
+		return ks
+	}
+	fromScan := decode(append([]string{"scan", "--format", "json"}, names...)...)
+	fromGit := decode("scan", "git", "--format", "json")
+	if len(fromScan) < 2*len(files)-1 {
+		t.Fatalf("scan found too little to compare: %+v", fromScan)
+	}
+	if !reflect.DeepEqual(fromGit, fromScan) {
+		t.Errorf("scan git:\n%+v\nscan:\n%+v", fromGit, fromScan)
+	}
+}
+
+// An added line over the 1 MiB bound is scanned up to it and listed as
+// not scanned; under --fail-on it fails the run unless --allow-unscanned.
+func TestScanGitLongLine(t *testing.T) {
+	isolateGit(t)
+	r := newGitRepo(t)
+	long := "E-mail: " + gitEmail + " " + strings.Repeat("x", 1<<20) + " token: " + gitToken + "\n"
+	r.write("min.js", long+"second line\n")
+	r.git(nil, "add", "-A")
+	r.commit("c1", annAuthor, annEmail, "2026-01-01T10:00:00+00:00")
+	tests := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{nil, 1, "min.js:1:9: pii.email"},
+		{[]string{"--fail-on", "restricted"}, 1, "min.js: not scanned: 1 added line(s) longer than 1024 KiB scanned only up to there in commit " + shortHash(r.commits["c1"])},
+		{[]string{"--fail-on", "restricted", "--allow-unscanned"}, 0, "1 findings in 1 of 1 file diffs (2 added lines of 1 commits) (1 not scanned, listed above)"},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append(append([]string{"scan", "git"}, tt.args...), r.dir), nil, &out, &errOut)
+		if code != tt.code || !strings.Contains(out.String(), tt.out) || strings.Contains(out.String(), "secret.github_token") {
+			t.Errorf("%v: exit %d, want %d and %q:\n%s%s", tt.args, code, tt.code, tt.out, out.String(), errOut.String())
+		}
+	}
+}
+
+// cancelSink cancels the scan at the first file reported.
+type cancelSink struct {
+	gitTextSink
+	cancel context.CancelFunc
+	files  int
+}
+
+func (c *cancelSink) beginFile(*fileResult) error {
+	c.files++
+	c.cancel()
+	return nil
+}
+
+// When the context is done (SIGINT), git is killed and the run reports an
+// interrupted scan.
+func TestScanGitInterrupt(t *testing.T) {
+	isolateGit(t)
+	r := newGitRepo(t)
+	for i := range 40 {
+		r.write("f.txt", strings.Repeat("E-mail: "+gitEmail+"\n", i+1))
+		r.git(nil, "add", "-A")
+		r.commit("c", annAuthor, annEmail, "2026-01-01T10:00:00+00:00")
+	}
+	sp := &scanPolicy{}
+	sc, err := sp.scanner("json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sink := &cancelSink{gitTextSink: gitTextSink{w: bufio.NewWriter(io.Discard)}, cancel: cancel}
+	g := &gitScan{sc: sc, sp: sp, sink: sink, rep: &scanReport{}}
+	args, _ := gitCommandArgs(gitScanOptions{})
+	if err := g.run(ctx, r.dir, args); err != nil {
+		t.Fatal(err)
+	}
+	if !g.rep.Interrupted || sink.files != 1 {
+		t.Errorf("interrupted %v after %d files", g.rep.Interrupted, sink.files)
+	}
 }
