@@ -467,14 +467,19 @@ func (g *gitScan) file(ctx context.Context, f *gitdiff.File) error {
 	if err != nil {
 		return err
 	}
-	res := &fileResult{Path: f.Path, Kind: "text", Git: origin, text: string(f.Text)}
+	res := &fileResult{Path: f.Path, Kind: "text", Git: origin}
+	// The text is copied to a string only for what needs one: an
+	// aishield:allow line, a decision for --destination.
+	if g.sp.destination != nil || (len(fs) > 0 && bytes.Contains(f.Text, []byte(allowMarker))) {
+		res.text = string(f.Text)
+	}
 	var n int
 	fs, n = suppressInline(res.text, fs)
 	rep.Inline += n
 	fs, n = g.opts.baseline.filter(res.Path, fs)
 	rep.Baselined += n
 	if sink, ok := g.sink.(*gitSARIFSink); ok {
-		sink.endColumns(res.text, fs)
+		sink.endColumns(f.Text, fs)
 	}
 	for i := range fs {
 		x := &fs[i]
@@ -568,12 +573,12 @@ type gitSARIFSink struct {
 }
 
 // endColumns computes the end column of each finding of fs in text.
-func (s *gitSARIFSink) endColumns(text string, fs []classifiers.Finding) {
+func (s *gitSARIFSink) endColumns(text []byte, fs []classifiers.Finding) {
 	s.cols = s.cols[:0]
 	for _, x := range fs {
 		end := min(max(x.End, x.Start), len(text))
-		from := strings.LastIndexByte(text[:max(end-1, 0)], '\n') + 1
-		s.cols = append(s.cols, utf8.RuneCountInString(text[from:end])+1)
+		from := bytes.LastIndexByte(text[:max(end-1, 0)], '\n') + 1
+		s.cols = append(s.cols, utf8.RuneCount(text[from:end])+1)
 	}
 }
 
