@@ -210,6 +210,8 @@ func TestScanGit(t *testing.T) {
 		{"--log-opts with a range", []string{"--log-opts", c["c1"] + ".." + c["c3"], r.dir}, sorted(c2, c3), 1},
 		{"--fail-on restricted: personal data only passes", []string{"--fail-on", "restricted", "--log-opts", "-n 1 " + c["c2"], r.dir}, sorted(c2), 0},
 		{"--fail-on restricted: a secret fails", []string{"--fail-on", "restricted", "--since", c["c4"], r.dir}, sorted(c5, c6), 1},
+		{"--destination: personal data to redact for openai", []string{"--destination", "openai", "--log-opts", "-n 1 " + c["c2"], r.dir}, sorted(c2), 1},
+		{"--destination: nothing found may be sent", []string{"--destination", "openai", "--log-opts", "-n 1 " + c["c4"], r.dir}, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
