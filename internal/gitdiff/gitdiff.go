@@ -209,8 +209,12 @@ func (r *Reader) begin() *File {
 
 // line takes one line; it returns a file diff when the line ends one.
 func (r *Reader) line(line []byte, long bool) (*File, error) {
-	if r.inHunk && len(line) > 0 {
-		switch line[0] {
+	if r.inHunk {
+		c := byte(' ') // an empty line is an empty context line (diff.suppressBlankEmpty)
+		if len(line) > 0 {
+			c = line[0]
+		}
+		switch c {
 		case '+':
 			r.add(line[1:], long)
 			r.next++

@@ -3,6 +3,7 @@ package gitdiff
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -74,6 +75,11 @@ func TestReader(t *testing.T) {
 			name: "context lines advance the new line number (-U3)",
 			in:   "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+C\n c\n",
 			want: []want{{oldPath: "f", path: "f", text: "B\nC\n", lines: []int{2, 3}}},
+		},
+		{
+			name: "empty context lines (diff.suppressBlankEmpty)",
+			in:   "diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -1,3 +1,4 @@\n a\n\n+B\n c\n",
+			want: []want{{oldPath: "f", path: "f", text: "B\n", lines: []int{3}}},
 		},
 		{
 			name: "no newline at end of file",
@@ -274,4 +280,24 @@ func FuzzReader(f *testing.F) {
 		}
 		t.Fatal("Next never ended")
 	})
+}
+
+// BenchmarkReader reads a history of many small file diffs.
+func BenchmarkReader(b *testing.B) {
+	var in strings.Builder
+	for i := range 2000 {
+		in.WriteString(hdr1)
+		for j := range 3 {
+			fmt.Fprintf(&in, "diff --git a/d/f%d.go b/d/f%d.go\nindex 1..2 100644\n--- a/d/f%d.go\n+++ b/d/f%d.go\n@@ -%d,2 +%d,3 @@\n", j, j, j, j, i+1, i+1)
+			in.WriteString("-\told line\n-\tanother\n+\treturn fmt.Errorf(\"x: %w\", err)\n+\t// a comment of some length, as code has\n+}\n")
+		}
+	}
+	data := in.String()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := readAll(b, data, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
