@@ -321,11 +321,19 @@ func gitCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, *li
 	return c, stderr
 }
 
-// gitTopLevel is the root of the work tree holding dir.
+// gitTopLevel is the root of the work tree holding dir, or dir itself
+// for a bare repository (a CI mirror), which has no work tree.
 func gitTopLevel(ctx context.Context, dir string) (string, error) {
-	c, stderr := gitCommand(ctx, dir, "rev-parse", "--show-toplevel")
+	c, stderr := gitCommand(ctx, dir, "rev-parse", "--is-bare-repository")
 	out, err := c.Output()
 	if err != nil {
+		return "", gitError("git rev-parse in "+dir, err, stderr)
+	}
+	if strings.TrimSpace(string(out)) == "true" {
+		return dir, nil
+	}
+	c, stderr = gitCommand(ctx, dir, "rev-parse", "--show-toplevel")
+	if out, err = c.Output(); err != nil {
 		return "", gitError("git rev-parse in "+dir, err, stderr)
 	}
 	return strings.TrimRight(string(out), "\n"), nil

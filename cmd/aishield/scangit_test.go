@@ -235,6 +235,22 @@ func TestScanGit(t *testing.T) {
 	}
 }
 
+// A bare clone (a CI mirror) and a subdirectory of the work tree scan as
+// the repository does.
+func TestScanGitBareAndSubdirectory(t *testing.T) {
+	isolateGit(t)
+	r := buildHistory(t)
+	bare := filepath.Join(t.TempDir(), "mirror.git")
+	r.git(nil, "clone", "-q", "--bare", r.dir, bare)
+	want, _, _, _ := runJSON(t, "scan", "git", "--format", "json", r.dir)
+	for _, dir := range []string{bare, filepath.Join(r.dir, "café")} {
+		got, _, code, stderr := runJSON(t, "scan", "git", "--format", "json", dir)
+		if code != 1 || len(got) != 5 || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: exit %d %s\n got %+v\nwant %+v", dir, code, stderr, got, want)
+		}
+	}
+}
+
 func TestScanGitText(t *testing.T) {
 	isolateGit(t)
 	r := buildHistory(t)
