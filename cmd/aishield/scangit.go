@@ -393,7 +393,8 @@ func (g *gitScan) run(ctx context.Context, root string, args []string) error {
 		return fmt.Errorf("git: %w", err)
 	}
 	scanErr := g.read(ctx, stdout)
-	if scanErr != nil {
+	stopped := scanErr != nil || g.rep.WriteErr != nil
+	if stopped {
 		cancel() // stop git: nothing more is read
 	}
 	waitErr := c.Wait()
@@ -401,8 +402,8 @@ func (g *gitScan) run(ctx context.Context, root string, args []string) error {
 		g.rep.Interrupted = true
 		return nil
 	}
-	if scanErr != nil {
-		return scanErr
+	if stopped {
+		return scanErr // the report's write error is the caller's to say
 	}
 	if waitErr != nil {
 		return gitError("git "+args[0], waitErr, stderr)

@@ -667,3 +667,20 @@ func TestScanGitInterrupt(t *testing.T) {
 		t.Errorf("interrupted %v after %d files", g.rep.Interrupted, sink.files)
 	}
 }
+
+// A report that cannot be written stops git at once (it is not left
+// blocked on a full pipe) and exits 2.
+func TestScanGitWriteError(t *testing.T) {
+	isolateGit(t)
+	r := newGitRepo(t)
+	for i := range 30 {
+		r.write("f.txt", strings.Repeat("E-mail: "+gitEmail+" "+strings.Repeat("x", 2000)+"\n", 10*(i+1)))
+		r.git(nil, "add", "-A")
+		r.commit("c", annAuthor, annEmail, "2026-01-01T10:00:00+00:00")
+	}
+	var errOut bytes.Buffer
+	code := run(context.Background(), []string{"scan", "git", "--format", "json", r.dir}, nil, failWriter{}, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "disk full") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
