@@ -251,6 +251,24 @@ func TestScanGitBareAndSubdirectory(t *testing.T) {
 	}
 }
 
+// The user's git configuration does not change what scan git reads.
+func TestScanGitUserConfig(t *testing.T) {
+	isolateGit(t)
+	r := buildHistory(t)
+	want, _, _, _ := runJSON(t, "scan", "git", "--format", "json", r.dir)
+	for _, kv := range [][2]string{
+		{"diff.noprefix", "true"}, {"diff.mnemonicPrefix", "true"}, {"core.quotePath", "false"},
+		{"color.ui", "always"}, {"diff.renames", "false"}, {"diff.context", "7"}, {"diff.relative", "true"},
+		{"log.decorate", "full"}, {"format.pretty", "oneline"}, {"diff.suppressBlankEmpty", "true"},
+	} {
+		r.git(nil, "config", kv[0], kv[1])
+	}
+	got, _, code, stderr := runJSON(t, "scan", "git", "--format", "json", r.dir)
+	if code != 1 || !reflect.DeepEqual(got, want) {
+		t.Errorf("exit %d %s\n got %+v\nwant %+v", code, stderr, got, want)
+	}
+}
+
 func TestScanGitText(t *testing.T) {
 	isolateGit(t)
 	r := buildHistory(t)
