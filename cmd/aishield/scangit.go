@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -131,7 +132,7 @@ unknown revision).`,
 				if sarifSink != nil {
 					err = sarifSink.write(out, sp, rep, allowUnscanned)
 				} else if err = sink.finish(rep); err == nil && format == "text" {
-					err = sp.writeDecisions(out, rep)
+					err = sp.writeDecisions(out, withCommitPaths(rep))
 				}
 			}
 			if err == nil {
@@ -507,6 +508,19 @@ func (g *gitScan) file(ctx context.Context, f *gitdiff.File) error {
 		rep.WriteErr = rep.end(res, g.sink)
 	}
 	return nil
+}
+
+// withCommitPaths is rep with each file diff's path followed by its
+// commit, for the text report's decisions.
+func withCommitPaths(rep *scanReport) *scanReport {
+	cp := *rep
+	cp.Files = slices.Clone(rep.Files)
+	for i := range cp.Files {
+		if g := cp.Files[i].Git; g != nil && g.Commit != "" {
+			cp.Files[i].Path += " in commit " + shortHash(g.Commit)
+		}
+	}
+	return &cp
 }
 
 // shortHash is the first 12 digits of a commit hash.

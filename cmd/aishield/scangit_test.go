@@ -269,6 +269,21 @@ func TestScanGitUserConfig(t *testing.T) {
 	}
 }
 
+// The text report's decisions for --destination name each file diff's
+// commit.
+func TestScanGitDecisions(t *testing.T) {
+	isolateGit(t)
+	r := buildHistory(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"scan", "git", "--destination", "openai", "--log-opts", r.commits["c1"] + ".." + r.commits["c2"], r.dir}, nil, &out, &errOut)
+	want := "people.txt in commit " + shortHash(r.commits["c2"]) + ": redact for openai (confidential)\n" +
+		"  1 finding of pii.email (confidential, by classify[0]) above max_level internal of openai: redacted\n" +
+		"destination openai under policy default: 0 allowed, 1 to redact, 0 blocked\n"
+	if code != 1 || !strings.HasSuffix(out.String(), want) {
+		t.Errorf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
+
 func TestScanGitText(t *testing.T) {
 	isolateGit(t)
 	r := buildHistory(t)
