@@ -121,7 +121,7 @@ unknown revision).`,
 				sarifSink = &gitSARIFSink{keyed: sp.keyed}
 				sink = sarifSink
 			}
-			g := &gitScan{sc: sc, sp: sp, opts: sopts, ignore: ignore, sink: sink, rep: &scanReport{Keyed: sp.keyed}}
+			g := &gitScan{sc: sc, sp: sp, opts: sopts, ignore: ignore, sink: sink, rep: &scanReport{Keyed: sp.keyed}, errOut: cmd.ErrOrStderr()}
 			runErr := g.run(cmd.Context(), root, gitArgs)
 			rep := g.rep
 			if ts, ok := sink.(*gitTextSink); ok {
@@ -146,6 +146,9 @@ unknown revision).`,
 			}
 			if runErr != nil {
 				return withCode(2, fmt.Errorf("scan git: %w (the report above is incomplete)", runErr))
+			}
+			if rep.Errors > 0 {
+				return withCode(2, nil)
 			}
 			if code := sp.exitCode(rep); code != 0 {
 				return withCode(code, nil)
@@ -374,6 +377,8 @@ type gitScan struct {
 	ignore *ignoreMatcher
 	sink   scanSink
 	rep    *scanReport
+	// errOut receives the file diffs that could not be scanned.
+	errOut io.Writer
 	// Commits counts the commits read (merges included), Lines the
 	// added lines scanned.
 	commits, lines int
@@ -475,7 +480,14 @@ func (g *gitScan) file(ctx context.Context, f *gitdiff.File) error {
 	}
 	fs, err := g.sc.Scan(ctx, f.Text)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		// A custom pattern's timeout: the file diff is reported as an
+		// input error, as scan reports a file, and the scan goes on.
+		fmt.Fprintf(g.errOut, "aishield: %s%s: %v\n", f.Path, where, err)
+		rep.Errors++
+		return nil
 	}
 	res := &fileResult{Path: f.Path, Kind: "text", Git: origin}
 	// The text is copied to a string only for what needs one: an
@@ -491,9 +503,15 @@ func (g *gitScan) file(ctx context.Context, f *gitdiff.File) error {
 	if sink, ok := g.sink.(*gitSARIFSink); ok {
 		sink.endColumns(f.Text, fs)
 	}
+	newLine := func(l int) int { // the text's line l in the new file
+		if l < 1 || l > len(f.Lines) {
+			return 0
+		}
+		return f.Lines[l-1]
+	}
 	for i := range fs {
 		x := &fs[i]
-		line, end := f.Lines[x.Line-1], f.Lines[x.EndLine-1]
+		line, end := newLine(x.Line), newLine(x.EndLine)
 		if end == 0 {
 			end = line
 		}
@@ -578,8 +596,11 @@ func (t *gitTextSink) finish(rep *scanReport) error {
 	if rep.Ignored > 0 {
 		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
 	}
-	if rep.Interrupted {
+	switch {
+	case rep.Interrupted:
 		summary = "incomplete, interrupted: " + summary
+	case rep.Errors > 0:
+		summary = fmt.Sprintf("incomplete, %d file diff(s) could not be scanned: %s", rep.Errors, summary)
 	}
 	_, err := fmt.Fprintln(t.w, summary)
 	return err
@@ -632,7 +653,7 @@ func (s *gitSARIFSink) write(w io.Writer, sp *scanPolicy, rep *scanReport, allow
 	for _, x := range rep.NotScanned {
 		unscanned = append(unscanned, sarif.NotScanned{Path: x.Path, Reason: x.Reason})
 	}
-	incomplete := rep.Interrupted || (rep.unreadable() > 0 && sp.gates() && !allowUnscanned)
+	incomplete := rep.Interrupted || rep.Errors > 0 || (rep.unreadable() > 0 && sp.gates() && !allowUnscanned)
 	return sarif.Write(w, s.files, sarif.Options{ToolVersion: buildVersion(), Policy: sp.policy, Destination: sp.destination,
 		Fingerprints: sp.keyed, NotScanned: unscanned, Incomplete: incomplete})
 }

@@ -13,8 +13,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/aishield/aishield/classifiers"
 )
 
 // Samples the detectors find (see testdata/script/scan_text.txtar).
@@ -715,5 +718,38 @@ func TestScanGitWriteError(t *testing.T) {
 	code := run(context.Background(), []string{"scan", "git", "--format", "json", r.dir}, nil, failWriter{}, &errOut)
 	if code != 2 || !strings.Contains(errOut.String(), "disk full") {
 		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+}
+
+// A custom pattern that times out on a file diff: that file diff is an
+// input error (exit 2, named on stderr), the others are scanned.
+func TestScanGitPatternTimeout(t *testing.T) {
+	isolateGit(t)
+	r := newGitRepo(t)
+	r.write("a-redos.txt", "x "+strings.Repeat("a", 5000)+"b\n")
+	r.write("b-people.txt", "E-mail: "+gitEmail+"\n")
+	r.git(nil, "add", "-A")
+	r.commit("c1", annAuthor, annEmail, "2026-01-01T10:00:00+00:00")
+	sc, err := classifiers.New(classifiers.Options{MatchTimeout: 50 * time.Millisecond, Custom: []classifiers.CustomRule{
+		{ID: "custom.redos", Pattern: `(a+)+$`},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	w := bufio.NewWriter(&out)
+	sink := &gitTextSink{w: w}
+	g := &gitScan{sc: sc, sp: &scanPolicy{}, sink: sink, rep: &scanReport{}, errOut: &errOut}
+	args, _ := gitCommandArgs(gitScanOptions{})
+	if err := g.run(context.Background(), r.dir, args); err != nil {
+		t.Fatal(err)
+	}
+	sink.finish(g.rep)
+	w.Flush()
+	if g.rep.Errors != 1 || !strings.HasPrefix(errOut.String(), "aishield: a-redos.txt in commit "+shortHash(r.commits["c1"])+": ") {
+		t.Errorf("errors %d, stderr %q", g.rep.Errors, errOut.String())
+	}
+	if want := "incomplete, 1 file diff(s) could not be scanned: 1 findings in 1 of 1 file diffs"; !strings.Contains(out.String(), "b-people.txt:1:9: pii.email") || !strings.Contains(out.String(), want) {
+		t.Errorf("report:\n%s", out.String())
 	}
 }
