@@ -37,6 +37,12 @@ type scanFinding struct {
 	// keyed hash of the value); written only when AISHIELD_HASH_KEY is
 	// set, since it is stable only then. --baseline-path reads it.
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Commit, Author, Email and Date name the commit that added the
+	// value ("scan git"; Line is then its line in the new file).
+	Commit string `json:"commit,omitempty"`
+	Author string `json:"author,omitempty"`
+	Email  string `json:"email,omitempty"`
+	Date   string `json:"date,omitempty"`
 }
 
 // fileResult is the scan of one file, as the report keeps it: its
@@ -53,6 +59,8 @@ type fileResult struct {
 
 	// Decision is the policy decision for --destination (scanpolicy.go).
 	Decision *policies.Decision
+	// Git is the commit of a file diff ("scan git", scangit.go).
+	Git *gitOrigin
 	// text is the scanned text, held only until onFile returns;
 	// streamed says the file was too large to hold.
 	text     string
@@ -216,6 +224,7 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 	cmd.Flags().StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to read, gitignore syntax, applied with the "+ignoreFileName+" of each directory scanned")
 	cmd.Flags().StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
+	cmd.AddCommand(newScanGitCmd())
 	return cmd
 }
 

@@ -131,6 +131,9 @@ func (j *jsonSink) findings(res *fileResult, fs []classifiers.Finding) error {
 		if j.keyed {
 			sf.Fingerprint = findingFingerprint(res.Path, x)
 		}
+		if g := res.Git; g != nil {
+			sf.Commit, sf.Author, sf.Email, sf.Date = g.Commit, g.Author, g.Email, g.Date
+		}
 		if j.found > 0 {
 			j.str(",")
 		}

@@ -30,6 +30,19 @@ type File struct {
 	// (Fingerprints[i] for Findings[i]) that identifies it across runs;
 	// written with Options.Fingerprints under FindingFingerprintKey.
 	Fingerprints []string
+	// EndColumns, when not nil, holds per finding the 1-based column (in
+	// code points) just past its last character, written as the region's
+	// endColumn.
+	EndColumns []int
+	// Commit, when set, is the commit that added the file's findings
+	// (aishield scan git): written in each result's properties and as the
+	// commitSha partial fingerprint.
+	Commit *Commit
+}
+
+// Commit names the commit of a File's findings.
+type Commit struct {
+	SHA, Author, Email, Date string
 }
 
 // NotScanned is a file that could not be scanned, with the reason.
@@ -118,6 +131,13 @@ type (
 		Message             sarifText         `json:"message"`
 		Locations           []sarifLocation   `json:"locations"`
 		PartialFingerprints map[string]string `json:"partialFingerprints,omitempty"`
+		Properties          *sarifCommitProps `json:"properties,omitempty"`
+	}
+	sarifCommitProps struct {
+		CommitSha string `json:"commitSha"`
+		Author    string `json:"author"`
+		Email     string `json:"email"`
+		Date      string `json:"date"`
 	}
 	sarifLocation struct {
 		PhysicalLocation sarifPhysical `json:"physicalLocation"`
@@ -134,6 +154,7 @@ type (
 		StartLine   int `json:"startLine"`
 		StartColumn int `json:"startColumn"`
 		EndLine     int `json:"endLine"`
+		EndColumn   int `json:"endColumn,omitempty"`
 	}
 )
 
@@ -145,6 +166,11 @@ const FingerprintKey = "aishieldValueHash/v1"
 // FindingFingerprintKey is the partialFingerprints key under which each
 // result carries File.Fingerprints' entry for its finding.
 const FindingFingerprintKey = "aishieldFinding/v1"
+
+// CommitFingerprintKey is the partialFingerprints key under which each
+// result of a File with a Commit carries the commit's hash, as gitleaks
+// names it.
+const CommitFingerprintKey = "commitSha"
 
 // WriteSARIF writes a SARIF 2.1.0 log of files' findings that GitHub code
 // scanning accepts: one rule per detector found, one result per finding
@@ -225,11 +251,21 @@ func Write(w io.Writer, files []File, opts Options) error {
 					Region:           &sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
 				}}},
 			}
+			if k < len(f.EndColumns) && f.EndColumns[k] > 0 {
+				r.Locations[0].PhysicalLocation.Region.EndColumn = f.EndColumns[k]
+			}
 			if opts.Fingerprints && fd.Hash != "" {
 				r.PartialFingerprints = map[string]string{FingerprintKey: fd.Hash}
 				if k < len(f.Fingerprints) && f.Fingerprints[k] != "" {
 					r.PartialFingerprints[FindingFingerprintKey] = f.Fingerprints[k]
 				}
+			}
+			if c := f.Commit; c != nil && c.SHA != "" {
+				if r.PartialFingerprints == nil {
+					r.PartialFingerprints = map[string]string{}
+				}
+				r.PartialFingerprints[CommitFingerprintKey] = c.SHA
+				r.Properties = &sarifCommitProps{CommitSha: c.SHA, Author: c.Author, Email: c.Email, Date: c.Date}
 			}
 			results = append(results, r)
 		}

@@ -151,3 +151,71 @@ func TestRuleName(t *testing.T) {
 		}
 	}
 }
+
+// A File's Commit and EndColumns reach each of its results: the commit in
+// the properties and as the commitSha partial fingerprint, with or
+// without value fingerprints; files without them write neither.
+func TestWriteSARIFCommit(t *testing.T) {
+	files, p, _ := sarifFixture(t)
+	commit := &Commit{SHA: "0123456789abcdef0123456789abcdef01234567", Author: "Ann Author", Email: "ann@example.net", Date: "2026-01-01T10:00:00+00:00"}
+	for i := range files {
+		if files[i].Path == "deploy/env.sh" {
+			files[i].Commit = commit
+			for range files[i].Findings {
+				files[i].EndColumns = append(files[i].EndColumns, 42)
+			}
+		}
+	}
+	for _, fingerprints := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := Write(&b, files, Options{Policy: p, Fingerprints: fingerprints}); err != nil {
+			t.Fatal(err)
+		}
+		var log struct {
+			Runs []struct {
+				Results []struct {
+					Locations []struct {
+						PhysicalLocation struct {
+							ArtifactLocation struct{ URI string } `json:"artifactLocation"`
+							Region           map[string]int       `json:"region"`
+						} `json:"physicalLocation"`
+					} `json:"locations"`
+					PartialFingerprints map[string]string `json:"partialFingerprints"`
+					Properties          *Commit           `json:"properties"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &log); err != nil {
+			t.Fatal(err)
+		}
+		withCommit := 0
+		for _, r := range log.Runs[0].Results {
+			pl := r.Locations[0].PhysicalLocation
+			_, hasEnd := pl.Region["endColumn"]
+			if pl.ArtifactLocation.URI != "deploy/env.sh" {
+				if r.Properties != nil || r.PartialFingerprints[CommitFingerprintKey] != "" || hasEnd {
+					t.Errorf("%s carries a commit or an end column", pl.ArtifactLocation.URI)
+				}
+				continue
+			}
+			withCommit++
+			if pl.Region["endColumn"] != 42 || r.PartialFingerprints[CommitFingerprintKey] != commit.SHA {
+				t.Errorf("region %v, fingerprints %v", pl.Region, r.PartialFingerprints)
+			}
+			if fingerprints != (r.PartialFingerprints[FingerprintKey] != "") {
+				t.Errorf("fingerprints %v with Options.Fingerprints %v", r.PartialFingerprints, fingerprints)
+			}
+		}
+		if withCommit != 2 {
+			t.Errorf("%d results of deploy/env.sh, want 2", withCommit)
+		}
+		if !strings.Contains(b.String(), `"properties": {
+            "commitSha": "0123456789abcdef0123456789abcdef01234567",
+            "author": "Ann Author",
+            "email": "ann@example.net",
+            "date": "2026-01-01T10:00:00+00:00"
+          }`) {
+			t.Errorf("properties not written as expected:\n%s", b.String())
+		}
+	}
+}
