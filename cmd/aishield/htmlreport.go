@@ -113,9 +113,9 @@ type htmlScanPage struct {
 
 // htmlDestination is the policy decision for --destination over the run.
 type htmlDestination struct {
-	Name, Policy            string
+	Name, Policy             string
 	Allowed, Redact, Blocked int
-	NotScanned              int
+	NotScanned               int
 	// Files are the files not allowed as they are, or allowed with
 	// reasons, with their decisions.
 	Files []htmlFile
