@@ -282,8 +282,16 @@ var errNoAuditKey = errors.New("no audit key")
 // keyed trail without its key (wrapping errNoAuditKey), a read error.
 func buildAuditReport(r io.Reader, file string, key []byte, cont bool, f auditFilter, now time.Time) (*auditReport, error) {
 	b := newAuditReportBuilder(file, f, now)
-	sum, err := sdk.VerifyAudit(r, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: true}, func(_ int, rec *sdk.AuditRecord) error {
-		b.add(rec)
+	// A record is added once the line after it is read: a break at line
+	// L can be line L-1 changed (its hash no longer what line L holds),
+	// so the record of line L-1 is not reported.
+	var pending *sdk.AuditRecord
+	pendingLine := 0
+	sum, err := sdk.VerifyAudit(r, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: true}, func(line int, rec *sdk.AuditRecord) error {
+		if pending != nil {
+			b.add(pending)
+		}
+		pending, pendingLine = rec, line
 		return nil
 	})
 	var ce *sdk.ChainError
@@ -294,11 +302,14 @@ func buildAuditReport(r io.Reader, file string, key []byte, cont bool, f auditFi
 	case err != nil && !errors.As(err, &ce):
 		return nil, err
 	}
+	if pending != nil && (ce == nil || pendingLine < ce.Line-1) {
+		b.add(pending)
+	}
 	in := &b.rep.Integrity
 	in.OK, in.Keyed, in.KeyID = err == nil, sum.KeyID != "", sum.KeyID
 	in.Lines, in.Records, in.Heads, in.Unsealed, in.Head = sum.Lines, sum.Records, sum.Heads, sum.Unsealed, sum.Head
 	if ce != nil {
-		in.Error, in.Line = ce.Error(), ce.Line
+		in.Error, in.Line = ce.Msg, ce.Line
 	}
 	slices.SortStableFunc(b.rep.Destinations, func(a, b *auditDestination) int { return strings.Compare(a.Name, b.Name) })
 	return b.rep, nil
@@ -409,7 +420,7 @@ func readAuditReport(ctx context.Context, file string, key []byte, cont bool, f 
 func (in auditIntegrity) Sentence() string {
 	switch {
 	case !in.OK:
-		return fmt.Sprintf("BROKEN at line %d: %s. The records below are those before the break: they cannot be trusted, and what followed is not shown", in.Line, in.Error)
+		return fmt.Sprintf("BROKEN at line %d: %s. Shown below: only the records of the lines before line %d (the line before a break may be the one changed), and they cannot be trusted either", in.Line, in.Error, max(in.Line-1, 1))
 	case in.Keyed && in.Unsealed > 0:
 		return fmt.Sprintf("chain intact, keyed (HMAC-SHA256, key id %s), %d records; the last %d are not covered by a signed head (a trail still being written, or cut off at its end)", in.KeyID, in.Records, in.Unsealed)
 	case in.Keyed:
@@ -420,12 +431,12 @@ func (in auditIntegrity) Sentence() string {
 
 func writeAuditReportText(w io.Writer, rep *auditReport) error {
 	in := &rep.Integrity
-	status := "OK"
-	if !in.OK {
-		status = "BROKEN"
-	}
 	fmt.Fprintf(w, "audit report of %s\n", shown(rep.File))
-	fmt.Fprintf(w, "%s: %s\n", status, in.Sentence())
+	if in.OK {
+		fmt.Fprintf(w, "OK: %s\n", in.Sentence())
+	} else {
+		fmt.Fprintln(w, in.Sentence())
+	}
 	if f := rep.Filter; f.Destination != "" || f.Since != nil || f.Until != nil {
 		fmt.Fprintf(w, "filter: destination %s, since %s, until %s\n", shown(f.Destination), optTime(f.Since), optTime(f.Until))
 	}
