@@ -147,8 +147,8 @@ type auditRow struct {
 	Summary string `json:"summary,omitempty"`
 }
 
-// counts formats a map of counts as "a=1, b=2", sorted; "-" when empty.
-func counts(m map[string]int) string {
+// countsText formats a map of counts as "a=1, b=2", sorted; "-" when empty.
+func countsText(m map[string]int) string {
 	if len(m) == 0 {
 		return "-"
 	}
@@ -180,7 +180,7 @@ func newAuditReportBuilder(file string, f auditFilter, now time.Time) *auditRepo
 	return b
 }
 
-func inc(m map[string]int, k string, n int) {
+func addCount(m map[string]int, k string, n int) {
 	if n != 0 {
 		m[k] += n
 	}
@@ -245,14 +245,14 @@ func (b *auditReportBuilder) add(r *sdk.AuditRecord) {
 	}
 	t.Redactions += r.Redacted
 	d.Redactions += r.Redacted
-	inc(t.Decisions, r.Decision, 1)
-	inc(d.Decisions, r.Decision, 1)
-	inc(t.Verdicts, string(r.Verdict), 1)
+	addCount(t.Decisions, r.Decision, 1)
+	addCount(d.Decisions, r.Decision, 1)
+	addCount(t.Verdicts, string(r.Verdict), 1)
 	for k, n := range r.Detectors {
-		inc(d.Detectors, k, n)
+		addCount(d.Detectors, k, n)
 	}
 	for k, n := range r.RedactedBy {
-		inc(d.RedactedBy, k, n)
+		addCount(d.RedactedBy, k, n)
 	}
 	if r.Model != "" && !slices.Contains(d.Models, r.Model) && len(d.Models) < 20 {
 		d.Models = append(d.Models, r.Model)
@@ -272,14 +272,11 @@ func (b *auditReportBuilder) row(r auditRow) {
 	b.rep.Timeline = append(b.rep.Timeline, r)
 }
 
-// errNoAuditKey marks a keyed trail read without its key.
-var errNoAuditKey = errors.New("no audit key")
-
 // buildAuditReport reads the trail r, verifying its chain with key, and
 // builds its report. A broken chain is not an error: the report says
 // where it breaks (Integrity) and holds the records before. The errors
 // are those of a trail that cannot be read at all: not an audit trail, a
-// keyed trail without its key (wrapping errNoAuditKey), a read error.
+// keyed trail without its key (*sdk.AuditKeyError), a read error.
 func buildAuditReport(r io.Reader, file string, key []byte, cont bool, f auditFilter, now time.Time) (*auditReport, error) {
 	b := newAuditReportBuilder(file, f, now)
 	// A record is added once the line after it is read: a break at line
@@ -295,11 +292,7 @@ func buildAuditReport(r io.Reader, file string, key []byte, cont bool, f auditFi
 		return nil
 	})
 	var ce *sdk.ChainError
-	var ke *sdk.AuditKeyError
-	switch {
-	case errors.As(err, &ke):
-		return nil, fmt.Errorf("%w: %w", errNoAuditKey, err)
-	case err != nil && !errors.As(err, &ce):
+	if err != nil && !errors.As(err, &ce) {
 		return nil, err
 	}
 	if pending != nil && (ce == nil || pendingLine < ce.Line-1) {
@@ -407,9 +400,10 @@ func readAuditReport(ctx context.Context, file string, key []byte, cont bool, f 
 	}
 	defer fh.Close()
 	rep, err := buildAuditReport(fh, file, key, cont, f, time.Now())
+	var ke *sdk.AuditKeyError
 	switch {
-	case errors.Is(err, errNoAuditKey):
-		return nil, withCode(2, fmt.Errorf("%s: %w: set %s", file, errors.Unwrap(err), auditKeyEnv))
+	case errors.As(err, &ke):
+		return nil, withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
 	case err != nil:
 		return nil, withCode(2, &inputError{Path: file, Err: err})
 	}
@@ -443,13 +437,13 @@ func writeAuditReportText(w io.Writer, rep *auditReport) error {
 	t := &rep.Totals
 	fmt.Fprintf(w, "\n%d exchanges: %d sent (%d tokens), %d blocked, %d answers refused, %d flagged, %d values redacted, %d quarantine events\n",
 		t.Exchanges, t.Sent, t.TokensSent, t.Blocked, t.Refused, t.Flagged, t.Redactions, t.QuarantineEvents)
-	fmt.Fprintf(w, "decisions: %s\nverdicts: %s\n\n", counts(t.Decisions), counts(t.Verdicts))
+	fmt.Fprintf(w, "decisions: %s\nverdicts: %s\n\n", countsText(t.Decisions), countsText(t.Verdicts))
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DESTINATION\tEXCHANGES\tSENT\tTOKENS SENT\tDECISIONS\tBLOCKED\tREFUSED\tREDACTIONS\tDETECTORS (OUTBOUND)\tREDACTED")
 	for _, d := range rep.Destinations {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", shown(d.Name), d.Exchanges, d.Sent, d.TokensSent, counts(d.Decisions),
-			d.Blocked, d.Refused, d.Redactions, counts(d.Detectors), counts(d.RedactedBy))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", shown(d.Name), d.Exchanges, d.Sent, d.TokensSent, countsText(d.Decisions),
+			d.Blocked, d.Refused, d.Redactions, countsText(d.Detectors), countsText(d.RedactedBy))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -464,7 +458,7 @@ func writeAuditReportText(w io.Writer, rep *auditReport) error {
 				until = "until cleared"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", textTime(q.Time), shown(q.Destination), shown(q.Event), shown(q.Reason),
-				shown(q.Action), until, shown(q.Exchange), counts(q.Signs))
+				shown(q.Action), until, shown(q.Exchange), countsText(q.Signs))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -490,7 +484,7 @@ func writeAuditReportText(w io.Writer, rep *auditReport) error {
 			sources = strings.Join(r.Sources, ",")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", mark, textTime(r.Time), shown(r.Exchange), shown(r.Destination), shown(r.Model),
-			r.Tokens, shown(r.Decision), shown(r.Verdict), counts(r.Signals), sources)
+			r.Tokens, shown(r.Decision), shown(r.Verdict), countsText(r.Signals), sources)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -245,7 +245,7 @@ func TestAuditReportIntegrity(t *testing.T) {
 
 	t.Setenv(auditKeyEnv, "")
 	code, _, errOut := runAuditReport(t, trail)
-	if code != 2 || !strings.Contains(errOut, "set "+auditKeyEnv) {
+	if code != 2 || !strings.Contains(errOut, "the trail is keyed (HMAC-SHA256, key id ") || !strings.HasSuffix(errOut, ": set "+auditKeyEnv+"\n") {
 		t.Errorf("keyed trail without key: exit %d %q", code, errOut)
 	}
 	plain := filepath.Join(dir, "plain.jsonl")
