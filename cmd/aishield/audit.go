@@ -30,7 +30,7 @@ func newAuditCmd() *cobra.Command {
 		Use:   "audit",
 		Short: "Check and query the guard's hash-chained audit trail",
 	}
-	cmd.AddCommand(newAuditVerifyCmd(), newAuditQueryCmd(), newAuditExposureCmd())
+	cmd.AddCommand(newAuditVerifyCmd(), newAuditQueryCmd(), newAuditExposureCmd(), newAuditReportCmd())
 	return cmd
 }
 

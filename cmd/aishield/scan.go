@@ -150,11 +150,16 @@ redacted or is blocked (its content or its size), 2 on errors.
 
 --format sarif writes SARIF 2.1.0 for GitHub code scanning: no values, not even
 masked previews; with AISHIELD_HASH_KEY set to a secret, each result carries the
-finding's keyed hash as a stable partial fingerprint (without it, none).`,
+finding's keyed hash as a stable partial fingerprint (without it, none).
+
+--format html writes one self-contained page (no script, no external asset)
+for a reviewer: counts by detector, category and level, the decision for
+--destination, findings by file with masked previews (the first 1,000 of each
+file), what was not scanned and what was suppressed.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" && format != "sarif" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text, json or sarif)", format))
+			if format != "text" && format != "json" && format != "sarif" && format != "html" {
+				return withCode(2, fmt.Errorf("unknown --format %q (text, json, sarif or html)", format))
 			}
 			if len(args) == 0 {
 				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
@@ -182,6 +187,8 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 				sink = &jsonSink{w: out, keyed: sp.keyed}
 			case "text":
 				sink = &textSink{w: out}
+			case "html":
+				sink = newHTMLSink(out, sp)
 			}
 			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
 			err = rep.WriteErr
@@ -189,7 +196,7 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 				switch format {
 				case "sarif":
 					err = sp.writeSARIF(out, rep, allowUnscanned)
-				case "json":
+				case "json", "html":
 					err = sink.finish(rep)
 				default:
 					if err = sink.finish(rep); err == nil {
@@ -218,7 +225,7 @@ finding's keyed hash as a stable partial fingerprint (without it, none).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or sarif")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, sarif or html (one self-contained page)")
 	cmd.Flags().BoolVar(&sopts.follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
 	cmd.Flags().BoolVar(&allowUnscanned, "allow-unscanned", false, "do not fail --fail-on or --destination runs because a file could not be scanned (it is still listed)")
 	cmd.Flags().StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to read, gitignore syntax, applied with the "+ignoreFileName+" of each directory scanned")
