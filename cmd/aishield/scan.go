@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
@@ -53,6 +54,9 @@ type fileResult struct {
 
 	// Decision is the policy decision for --destination (scanpolicy.go).
 	Decision *policies.Decision
+	// endCols holds the end column of each finding, for SARIF regions;
+	// nil for a streamed file.
+	endCols []int
 	// text is the scanned text, held only until onFile returns;
 	// streamed says the file was too large to hold.
 	text     string
@@ -100,7 +104,7 @@ func (r *scanReport) unreadable() int {
 }
 
 func newScanCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	var sopts scanOptions
 	var allowUnscanned bool
 	var sp *scanPolicy
@@ -145,78 +149,91 @@ masked previews; with AISHIELD_HASH_KEY set to a secret, each result carries the
 finding's keyed hash as a stable partial fingerprint (without it, none).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" && format != "sarif" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text, json or sarif)", format))
-			}
-			if len(args) == 0 {
-				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
-			}
-			if err := sp.setup(cmd.Context()); err != nil {
-				return withCode(2, err)
-			}
-			sc, err := sp.scanner(format)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if sopts.baselinePath != "" {
-				if !sp.keyed {
-					return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
-				}
-				if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
-					return withCode(2, err)
-				}
-			}
-			sopts.keyed = sp.keyed
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			var sink scanSink // findings are written as they come, except in SARIF
-			switch format {
-			case "json":
-				sink = &jsonSink{w: out, keyed: sp.keyed}
-			case "text":
-				sink = &textSink{w: out}
-			}
-			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
-			err = rep.WriteErr
-			if err == nil {
-				switch format {
-				case "sarif":
-					err = sp.writeSARIF(out, rep, allowUnscanned)
-				case "json":
-					err = sink.finish(rep)
-				default:
-					if err = sink.finish(rep); err == nil {
-						err = sp.writeDecisions(out, rep)
-					}
-				}
-			}
-			if err == nil {
-				err = out.Flush()
-			}
-			if err != nil {
-				return withCode(2, err)
-			}
-			if rep.Interrupted {
-				return withCode(2, errors.New("scan interrupted: the report above is incomplete"))
-			}
-			if rep.Errors > 0 {
-				return withCode(2, nil)
-			}
-			if code := sp.exitCode(rep); code != 0 {
-				return withCode(code, nil)
-			}
-			if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
-				return withCode(1, fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
-			}
-			return nil
+			return of.run(cmd, func(w io.Writer) error { return runScanCmd(cmd, args, of, sp, sopts, allowUnscanned, w) })
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or sarif")
+	of = addOutputFlags(cmd, "text", "text", "json", "jsonl", "sarif")
+	of.addExitCode(cmd, "the scan fails on its findings: anything found, or with --fail-on a finding at or above its level, or with --destination a file to redact or block")
 	cmd.Flags().BoolVar(&sopts.follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
 	cmd.Flags().BoolVar(&allowUnscanned, "allow-unscanned", false, "do not fail --fail-on or --destination runs because a file could not be scanned (it is still listed)")
 	cmd.Flags().StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to read, gitignore syntax, applied with the "+ignoreFileName+" of each directory scanned")
 	cmd.Flags().StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
+	bindEnv(cmd)
 	return cmd
+}
+
+// runScanCmd runs "aishield scan" with its report written to w.
+func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPolicy, sopts scanOptions, allowUnscanned bool, w io.Writer) error {
+	format := of.format
+	if len(args) == 0 {
+		return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
+	}
+	if err := sp.resolve(cmd); err != nil {
+		return withCode(2, err)
+	}
+	if err := sp.setup(cmd.Context()); err != nil {
+		return withCode(2, err)
+	}
+	sc, err := sp.scanner(format)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if sopts.baselinePath != "" {
+		if !sp.keyed {
+			return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
+		}
+		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
+			return withCode(2, err)
+		}
+	}
+	sopts.keyed = sp.keyed
+	sopts.endColumns = format == "sarif"
+	out := bufio.NewWriterSize(w, 64<<10)
+	var sink scanSink // findings are written as they come, except in SARIF
+	switch format {
+	case "json":
+		sink = &jsonSink{w: out, keyed: sp.keyed}
+	case "jsonl":
+		sink = &jsonlSink{w: out, keyed: sp.keyed}
+	case "text":
+		sink = &textSink{w: out}
+	}
+	rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
+	err = rep.WriteErr
+	switch {
+	case err != nil:
+	case len(rep.Files) == 0 && len(rep.NotScanned) == 0 && (rep.Errors > 0 || rep.Interrupted):
+		// Nothing was read: no report, the summary is an error.
+		fmt.Fprintln(cmd.ErrOrStderr(), "aishield:", scanSummary(rep, 0, 0))
+	case format == "sarif":
+		err = sp.writeSARIF(out, rep, allowUnscanned)
+	case format == "text":
+		if err = sink.finish(rep); err == nil {
+			err = sp.writeDecisions(out, rep)
+		}
+	default:
+		err = sink.finish(rep)
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		return withCode(2, err)
+	}
+	if rep.Interrupted {
+		return withCode(2, errors.New("scan interrupted: the report is incomplete"))
+	}
+	if rep.Errors > 0 {
+		return withCode(2, nil)
+	}
+	if sp.fails(rep) {
+		return of.fail(nil)
+	}
+	if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
+		return of.fail(fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
+	}
+	return nil
 }
 
 // scanOptions are the options of runScan.
@@ -227,4 +244,6 @@ type scanOptions struct {
 	baseline     baseline
 	// keyed says finding hashes are keyed by AISHIELD_HASH_KEY.
 	keyed bool
+	// endColumns asks for the end column of each finding (SARIF regions).
+	endColumns bool
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -23,14 +24,22 @@ func buildVersion() string {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var of *outputFlags
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the aishield version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "aishield %s %s %s/%s\n",
-				buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			return err
+			return of.run(cmd, func(out io.Writer) error {
+				if of.format == "json" {
+					return writeJSON(out, map[string]string{"version": buildVersion(), "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH})
+				}
+				_, err := fmt.Fprintf(out, "aishield %s %s %s/%s\n",
+					buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				return err
+			})
 		},
 	}
+	of = addOutputFlags(cmd, "text", "text", "json")
+	return cmd
 }

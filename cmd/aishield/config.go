@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/aishield/aishield/policies"
+)
+
+// envAnnotation is the flag annotation naming the environment variable a
+// flag reads (bindEnv).
+const envAnnotation = "aishield_env"
+
+// policyEnv names the environment variable of --policy.
+const policyEnv = "AISHIELD_POLICY"
+
+// envName is the environment variable of a flag: AISHIELD_ and its name
+// in upper case, dashes as underscores.
+func envName(flag string) string {
+	return "AISHIELD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// bindEnv makes every visible flag of cmd (but --help and --policy, whose
+// resolution is choosePolicy's) read AISHIELD_<FLAG> when it is not given
+// on the command line, and says so in its help.
+func bindEnv(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Name == "help" || f.Name == "policy" || f.Hidden {
+			return
+		}
+		name := envName(f.Name)
+		f.Usage += " [env " + name + "]"
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[envAnnotation] = []string{name}
+	})
+}
+
+// applyEnv sets each flag of cmd bound by bindEnv and not given on the
+// command line from its environment variable, when that is set and not
+// empty. An invalid value is an error naming the variable and the flag,
+// never the value (a Redis URL may hold a password).
+func applyEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		names := f.Annotations[envAnnotation]
+		if err != nil || len(names) == 0 || f.Changed {
+			return
+		}
+		v := os.Getenv(names[0])
+		if v == "" {
+			return
+		}
+		if cmd.Flags().Set(f.Name, v) != nil {
+			err = withCode(2, fmt.Errorf("%s: not a valid value for --%s (%s)", names[0], f.Name, f.Value.Type()))
+		}
+	})
+	return err
+}
+
+// policyChoice is the policy a command uses, and why.
+type policyChoice struct {
+	// Ref is the policy file or preset; empty when the command runs
+	// without a policy (scan without --destination or --fail-on).
+	Ref string `json:"policy"`
+	// Source is flag, env, file, default or none.
+	Source string `json:"source"`
+	// Reason says where Ref came from in words.
+	Reason string `json:"reason"`
+}
+
+// addPolicyFlag registers --policy, whose value choosePolicy resolves.
+func addPolicyFlag(f *pflag.FlagSet, ref *string, what string) {
+	f.StringVar(ref, "policy", "", "policy file or preset ("+strings.Join(policies.Presets(), ", ")+") "+what+
+		"; default: $"+policyEnv+", else the first of "+strings.Join(policies.ConfigNames()[:2], ", ")+"… found from the working directory up to the repository root, else the default preset")
+}
+
+// choosePolicy resolves the policy of cmd: --policy, else
+// AISHIELD_POLICY, else a policy file found from the working directory up
+// to the repository root (policies.Discover), else fallback (a preset
+// name; "" for none).
+func choosePolicy(cmd *cobra.Command, fallback string) (policyChoice, error) {
+	if f := cmd.Flags().Lookup("policy"); f != nil && f.Changed && f.Value.String() != "" {
+		return policyChoice{Ref: f.Value.String(), Source: "flag", Reason: "--policy"}, nil
+	}
+	if v := os.Getenv(policyEnv); v != "" {
+		return policyChoice{Ref: v, Source: "env", Reason: "$" + policyEnv}, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return policyChoice{}, fmt.Errorf("looking for a policy file: %w", err)
+	}
+	path, err := policies.Discover(wd)
+	if err != nil {
+		return policyChoice{}, err
+	}
+	if path != "" {
+		return policyChoice{Ref: path, Source: "file", Reason: "found from " + wd + " upward"}, nil
+	}
+	if fallback == "" {
+		return policyChoice{Source: "none", Reason: "no --policy, $" + policyEnv + " nor policy file: every built-in detector, no levels"}, nil
+	}
+	return policyChoice{Ref: fallback, Source: "default", Reason: "no --policy, $" + policyEnv + " nor policy file: the " + fallback + " preset"}, nil
+}
+
+// load loads the chosen policy; its errors say where the policy came from
+// unless that was --policy.
+func (c policyChoice) load(ctx context.Context) (*policies.Policy, error) {
+	p, err := policies.LoadRefContext(ctx, c.Ref)
+	if err != nil && (c.Source == "env" || c.Source == "file") {
+		return nil, fmt.Errorf("policy from %s: %w", c.Reason, err)
+	}
+	return p, err
+}
+
+// loadPolicy resolves and loads the policy of cmd, falling back to the
+// default preset; errors carry exit status 2.
+func loadPolicy(cmd *cobra.Command) (*policies.Policy, error) {
+	c, err := choosePolicy(cmd, "default")
+	if err != nil {
+		return nil, withCode(2, err)
+	}
+	p, err := c.load(cmd.Context())
+	if err != nil {
+		return nil, withCode(2, err)
+	}
+	return p, nil
+}
