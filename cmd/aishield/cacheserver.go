@@ -116,6 +116,7 @@ Endpoints: /v1/chat/completions, /v1/completions, /v1/models, /health, /metrics,
 	f.StringSliceVar(&faults, "fault", nil, "faults to enable (repeatable or comma-separated; \"none\" clears the preset's): "+faultNames())
 	f.Uint64Var(&seed, "seed", 0, "seed of the deterministic model")
 	f.StringVar(&reuse, "reuse", "", "free-page reuse order: lifo or lru (overrides the preset)")
+	bindEnv(cmd)
 	return cmd
 }
 
