@@ -9,8 +9,9 @@ import (
 )
 
 // endColumns returns, for each finding of text, the 1-based column (in
-// code points) just past its last character, the endColumn of a SARIF
-// region. Findings are taken in the order of their ends, so text is read
+// code points, an invalid byte counting as one) just past its last
+// character, the endColumn of a SARIF region. Findings end on code point
+// boundaries; they are taken in the order of their ends, so text is read
 // once whatever their number.
 func endColumns(text string, fs []classifiers.Finding) []int {
 	if len(fs) == 0 {
@@ -26,13 +27,14 @@ func endColumns(text string, fs []classifiers.Finding) []int {
 	for _, i := range order {
 		end := min(max(fs[i].End, 0), len(text))
 		for pos < end {
-			switch c := text[pos]; {
-			case c == '\n':
+			if text[pos] == '\n' {
 				col = 0
-			case utf8.RuneStart(c):
-				col++
+				pos++
+				continue
 			}
-			pos++
+			_, size := utf8.DecodeRuneInString(text[pos:])
+			col++
+			pos += size
 		}
 		out[i] = col + 1
 	}
