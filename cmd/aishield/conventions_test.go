@@ -244,7 +244,7 @@ func TestDestinationWithFailOn(t *testing.T) {
 		{"local", "confidential", "mail.txt", 1}, // --fail-on fails, the destination allows
 		{"local", "confidential", "card.txt", 1}, // --fail-on fails on the card
 		{"openai", "confidential", "clean.txt", 0},
-		{"openai", "restricted", "mail.txt", 1},  // the destination redacts, --fail-on passes
+		{"openai", "restricted", "mail.txt", 1}, // the destination redacts, --fail-on passes
 		{"openai", "restricted", "clean.txt", 0},
 	} {
 		code, out, errOut := runCLI(t, "scan", "--destination", tc.dest, "--fail-on", tc.failOn, fx[tc.file])
