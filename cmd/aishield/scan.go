@@ -142,7 +142,15 @@ unreadable directory, or an interruption (SIGINT, SIGTERM); the report is then m
 incomplete.
 With --fail-on LEVEL, 1 only for findings at or above that policy level. With
 --destination NAME, 0 when every file may be sent there as is, 1 when one must be
-redacted or is blocked (its content or its size), 2 on errors.
+redacted or is blocked (its content or its size), 2 on errors. Given together,
+--destination and --fail-on both apply: the run fails if either does. --exit-code N
+replaces the 1 of a failing run; errors stay 2. Without --policy the policy is
+$AISHIELD_POLICY, else a .aishield.yaml found from the working directory up to the
+repository root ("aishield policy which").
+
+--format jsonl streams JSON Lines: a line per finding, a line per decision with
+--destination, then a summary line. -o FILE writes the report to FILE, whole or not
+at all.
 
 --format sarif writes SARIF 2.1.0 for GitHub code scanning: no values, not even
 masked previews; with AISHIELD_HASH_KEY set to a secret, each result carries the

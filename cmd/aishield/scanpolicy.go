@@ -41,8 +41,8 @@ func addScanPolicyFlags(cmd *cobra.Command) *scanPolicy {
 	sp := &scanPolicy{}
 	f := cmd.Flags()
 	addPolicyFlag(f, &sp.ref, "giving levels and custom rules (without a policy, every built-in detector runs; --destination and --fail-on need one)")
-	f.StringVar(&sp.dest, "destination", "", "decide, per file, whether it may be sent to this destination of the policy: exit 0 allow, 1 redact or block, 2 error")
-	f.StringVar(&sp.failOn, "fail-on", "", "exit 1 only for findings at or above this policy level (without --destination)")
+	f.StringVar(&sp.dest, "destination", "", "decide, per file, whether it may be sent to this destination of the policy: exit 0 allow, 1 (--exit-code) redact or block, 2 error")
+	f.StringVar(&sp.failOn, "fail-on", "", "exit 1 (--exit-code) only for findings at or above this policy level (with --destination, both apply)")
 	return sp
 }
 
