@@ -12,8 +12,8 @@ import (
 	"github.com/aishield/aishield/policies"
 )
 
-// envAnnotation is the flag annotation naming the environment variable a
-// flag reads (bindEnv).
+// envAnnotation is the command annotation of commands whose flags read
+// the environment (bindEnv).
 const envAnnotation = "aishield_env"
 
 // policyEnv names the environment variable of --policy.
@@ -25,20 +25,30 @@ func envName(flag string) string {
 	return "AISHIELD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// bindEnv makes every visible flag of cmd (but --help and --policy, whose
-// resolution is choosePolicy's) read AISHIELD_<FLAG> when it is not given
-// on the command line, and says so in its help.
+// envBound reports whether flag f of a command bound by bindEnv reads the
+// environment: every visible flag but --help and --policy (whose
+// resolution is choosePolicy's).
+func envBound(f *pflag.Flag) bool {
+	return f.Name != "help" && f.Name != "policy" && !f.Hidden
+}
+
+// bindEnv makes every flag of cmd that envBound accepts read
+// AISHIELD_<FLAG> when it is not given on the command line (applyEnv),
+// and its help say so. The help text is written when help is asked for,
+// so that building the command tree stays cheap.
 func bindEnv(cmd *cobra.Command) {
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name == "help" || f.Name == "policy" || f.Hidden {
-			return
-		}
-		name := envName(f.Name)
-		f.Usage += " [env " + name + "]"
-		if f.Annotations == nil {
-			f.Annotations = map[string][]string{}
-		}
-		f.Annotations[envAnnotation] = []string{name}
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[envAnnotation] = "flags"
+	help := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if envBound(f) {
+				f.Usage += " [env " + envName(f.Name) + "]"
+			}
+		})
+		help(c, args)
 	})
 }
 
@@ -47,18 +57,21 @@ func bindEnv(cmd *cobra.Command) {
 // empty. An invalid value is an error naming the variable and the flag,
 // never the value (a Redis URL may hold a password).
 func applyEnv(cmd *cobra.Command) error {
+	if cmd.Annotations[envAnnotation] == "" {
+		return nil
+	}
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		names := f.Annotations[envAnnotation]
-		if err != nil || len(names) == 0 || f.Changed {
+		if err != nil || f.Changed || !envBound(f) {
 			return
 		}
-		v := os.Getenv(names[0])
+		name := envName(f.Name)
+		v := os.Getenv(name)
 		if v == "" {
 			return
 		}
 		if cmd.Flags().Set(f.Name, v) != nil {
-			err = withCode(2, fmt.Errorf("%s: not a valid value for --%s (%s)", names[0], f.Name, f.Value.Type()))
+			err = withCode(2, fmt.Errorf("%s: not a valid value for --%s (%s)", name, f.Name, f.Value.Type()))
 		}
 	})
 	return err
