@@ -22,11 +22,15 @@ type Position struct {
 type fieldPositions map[string]Position
 
 // positionsOf reads the positions of data's fields. YAML and JSON (which
-// the YAML parser reads as YAML) map every field; a file the YAML parser
-// cannot read, and TOML, map none, and every field is then at line 1,
-// column 1. It never fails.
+// the YAML parser reads as YAML) map every field; TOML maps its tables,
+// array tables and keys (tomlPositions); a file the YAML parser cannot
+// read maps none, and every field is then at line 1, column 1. It never
+// fails.
 func positionsOf(data []byte, format string) (ps fieldPositions) {
 	ps = fieldPositions{}
+	if format == "toml" {
+		return tomlPositions(string(data))
+	}
 	if format != "yaml" && format != "json" {
 		return ps
 	}
@@ -104,4 +108,110 @@ func errorPosition(msg string) Position {
 		}
 	}
 	return Position{Line: 1, Column: 1}
+}
+
+// tomlPositions maps the fields of a TOML file line by line: a [table] or
+// [[array table]] header starts a path (the n-th [[x]] is x[n-1], and a
+// table under it, [x.y], is x[n-1].y), and a key = value line names a
+// field under it. Values are not walked: an element of an array, or a
+// field of an inline table, is placed at its key. Lines inside a
+// multi-line string or array are skipped.
+func tomlPositions(data string) fieldPositions {
+	ps := fieldPositions{}
+	arrays := map[string]int{} // elements of each array table, by its path without indices
+	prefix := ""
+	skipUntil := "" // the end of a multi-line string being skipped
+	depth := 0      // brackets open in a multi-line array
+	set := func(path string, line, col int) {
+		if _, dup := ps[path]; !dup && path != "" {
+			ps[path] = Position{Line: line, Column: col}
+		}
+	}
+	// resolve indexes each part of a header path that is an array table.
+	resolve := func(keys []string) string {
+		path, plain := "", ""
+		for _, k := range keys {
+			if plain != "" {
+				plain += "."
+				path += "."
+			}
+			plain += k
+			path += k
+			if n := arrays[plain]; n > 0 {
+				path += "[" + strconv.Itoa(n-1) + "]"
+			}
+		}
+		return path
+	}
+	for i, line := range strings.Split(data, "\n") {
+		ln := i + 1
+		t := strings.TrimLeft(line, " \t")
+		col := len(line) - len(t) + 1
+		switch {
+		case skipUntil != "":
+			if strings.Contains(t, skipUntil) {
+				skipUntil = ""
+			}
+			continue
+		case depth > 0:
+			depth += strings.Count(t, "[") - strings.Count(t, "]")
+			continue
+		case t == "" || t[0] == '#':
+			continue
+		case strings.HasPrefix(t, "[["):
+			end := strings.Index(t, "]]")
+			if end < 0 {
+				continue
+			}
+			keys := tomlKeys(t[2:end])
+			plain := strings.Join(keys, ".")
+			path := keys[len(keys)-1] // the parents are indexed, not the array itself
+			if len(keys) > 1 {
+				path = resolve(keys[:len(keys)-1]) + "." + path
+			}
+			n := arrays[plain]
+			arrays[plain] = n + 1
+			set(path, ln, col)
+			prefix = path + "[" + strconv.Itoa(n) + "]"
+			set(prefix, ln, col)
+			continue
+		case t[0] == '[':
+			end := strings.IndexByte(t, ']')
+			if end < 0 {
+				continue
+			}
+			prefix = resolve(tomlKeys(t[1:end]))
+			set(prefix, ln, col)
+			continue
+		}
+		eq := strings.IndexByte(t, '=')
+		if eq < 0 {
+			continue
+		}
+		path := strings.Join(tomlKeys(t[:eq]), ".")
+		if prefix != "" {
+			path = prefix + "." + path
+		}
+		set(path, ln, col)
+		rest := strings.TrimSpace(t[eq+1:])
+		for _, q := range []string{`"""`, "'''"} {
+			if strings.HasPrefix(rest, q) && strings.Count(rest, q) == 1 {
+				skipUntil = q
+			}
+		}
+		if strings.HasPrefix(rest, "[") {
+			depth = strings.Count(rest, "[") - strings.Count(rest, "]")
+		}
+	}
+	return ps
+}
+
+// tomlKeys splits a TOML key ("a.b", "a . 'b'") into its parts, unquoted
+// and in lower case.
+func tomlKeys(s string) []string {
+	parts := strings.Split(s, ".")
+	for i, p := range parts {
+		parts[i] = strings.ToLower(strings.Trim(strings.TrimSpace(p), `"'`))
+	}
+	return parts
 }

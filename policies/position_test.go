@@ -10,7 +10,7 @@ import (
 )
 
 // TestLintPositions: every diagnostic carries the line and column of its
-// field, in YAML (block and flow) and JSON; TOML and whole-file problems
+// field, in YAML (block and flow), JSON and TOML; whole-file problems
 // are at line 1, column 1 unless the parser names a line.
 func TestLintPositions(t *testing.T) {
 	t.Parallel()
@@ -31,7 +31,11 @@ func TestLintPositions(t *testing.T) {
 		{"json", "json", "{\n  \"levels\": [\"a\"],\n  \"destinations\": [\n    {\"name\": \"x\", \"provider\": \"p\", \"max_level\": \"zz\"}\n  ]\n}\n",
 			[]string{"undeclared-level@4:36"}},
 		{"toml", "toml", "levels = [\"a\"]\n[[destinations]]\nname = \"x\"\nprovider = \"p\"\nmax_level = \"zz\"\n",
-			[]string{"undeclared-level@1:1"}},
+			[]string{"undeclared-level@5:1"}},
+		{"toml tables", "toml", "levels = [\"a\", \"b\"]\n\n[[destinations]]\nname = \"x\"\nprovider = \"p\"\nmax_level = \"a\"\n\n[[destinations]]\n  name = \"y\"\n  provider = \"q\"\n  max_level = \"zz\"\n  [destinations.quarantine]\n  colour = \"red\"\n[redaction]\nstyle = 'blur'\n",
+			[]string{"undeclared-level@11:3", "unknown-field@13:3", "unknown-redaction-style@15:1"}},
+		{"toml multi-line", "toml", "levels = [\n  \"a\",\n  \"b = c\",\n]\nnote = \"\"\"\nmax_level = 1\n\"\"\"\n[default]\nmax_level = \"zz\"\n",
+			[]string{"invalid-value@1:1", "unknown-field@5:1", "undeclared-level@9:1"}},
 		{"yaml syntax", "yaml", "levels: [a]\ndefault:\n  max_level: a\n bad: [\n",
 			[]string{"syntax@3:1"}},
 	}
