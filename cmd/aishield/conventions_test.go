@@ -171,6 +171,15 @@ func TestOutputFile(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("files left beside the report: %v", entries)
 	}
+	// A report written into the directory scanned is not scanned while it
+	// is written: the previous report is, as any file.
+	if code, _, _ := runCLI(t, "scan", "--format", "json", "-o", report, filepath.Dir(report)); code != 0 {
+		t.Fatalf("scan of the report's directory: exit %d", code)
+	}
+	var self struct{ Files []struct{ Path string } }
+	if data, _ := os.ReadFile(report); json.Unmarshal(data, &self) != nil || len(self.Files) != 1 || self.Files[0].Path != report {
+		t.Errorf("scan of the report's own directory lists %+v, want the previous report only", self.Files)
+	}
 	// "-" is standard output; every command writing data takes -o.
 	if code, out, _ := runCLI(t, "version", "-o", "-", "--format", "json"); code != 0 || !json.Valid([]byte(out)) {
 		t.Errorf("version -o -: exit %d, %q", code, out)

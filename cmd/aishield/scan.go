@@ -197,6 +197,11 @@ func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPoli
 	}
 	sopts.keyed = sp.keyed
 	sopts.endColumns = format == "sarif"
+	if rf, ok := w.(*reportFile); ok {
+		if st, err := rf.Stat(); err == nil {
+			sopts.exclude = append(sopts.exclude, st) // the report is not scanned
+		}
+	}
 	out := bufio.NewWriterSize(w, 64<<10)
 	var sink scanSink // findings are written as they come, except in SARIF
 	switch format {
