@@ -85,7 +85,7 @@ destinations:
 		fmt.Println(d)
 	}
 	// Output:
-	// team.yaml: destinations[0].max_level: error[shared-without-contract]: destination gpu-cloud is on shared infrastructure without a contract but may receive confidential data (above internal)
+	// team.yaml: error[shared-without-contract]: destinations[0].max_level: destination gpu-cloud is on shared infrastructure without a contract but may receive confidential data (above internal)
 }
 
 func ExamplePreset() {

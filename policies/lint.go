@@ -21,23 +21,35 @@ const (
 	SeverityWarning Severity = "warning"
 )
 
-// Diagnostic is one problem Lint found, naming the file, the field and the
-// rule code.
+// Diagnostic is one problem Lint found, naming the file, the place in it,
+// the field and the rule code.
 type Diagnostic struct {
 	Code     string   `json:"code"`
 	Severity Severity `json:"severity"`
 	File     string   `json:"file"`
-	Field    string   `json:"field,omitempty"`
-	Message  string   `json:"message"`
+	// Line and Column locate the field in the file (1-based; see
+	// [Position]); 1, 1 for the whole file and where the format gives no
+	// position (TOML); 0 when the policy was not read from a file
+	// ([Lint] of a policy built in memory).
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
 }
 
-// String renders the diagnostic as "file: field: severity[code]: message".
+// String renders the diagnostic as "file:line:column: severity[code]:
+// field: message" (the field left out when empty, the position when
+// unknown).
 func (d Diagnostic) String() string {
 	loc := d.File
-	if d.Field != "" {
-		loc += ": " + d.Field
+	if d.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", d.File, d.Line, d.Column)
 	}
-	return fmt.Sprintf("%s: %s[%s]: %s", loc, d.Severity, d.Code, d.Message)
+	msg := d.Message
+	if d.Field != "" {
+		msg = d.Field + ": " + msg
+	}
+	return fmt.Sprintf("%s: %s[%s]: %s", loc, d.Severity, d.Code, msg)
 }
 
 // LintRule documents one lint rule.
@@ -75,15 +87,67 @@ type LintOptions struct {
 // DefaultProbeTimeout is LintOptions.ProbeTimeout's default.
 const DefaultProbeTimeout = 200 * time.Millisecond
 
-// LintFile loads the policy file at path and lints it. A file that does not
-// load yields its load problems as error diagnostics (code "io" when the
-// file cannot be read).
+// LintFile loads the policy file at path and lints it, each diagnostic
+// with the line and column of its field. A file that does not load yields
+// every load problem as an error diagnostic (code "io", with no position,
+// when the file cannot be read).
 func LintFile(ctx context.Context, path string, opts LintOptions) []Diagnostic {
-	p, err := LoadContext(ctx, path)
+	format, err := formatOf(path)
 	if err != nil {
 		return loadDiagnostics(path, err)
 	}
-	return Lint(ctx, p, opts)
+	data, err := readPolicyFile(ctx, path)
+	if err != nil {
+		return []Diagnostic{{Code: "io", Severity: SeverityError, File: path, Message: fmt.Sprintf("policy %s: %v", path, err)}}
+	}
+	return lintData(ctx, data, format, path, opts)
+}
+
+// LintPreset lints the embedded preset name, with positions in its YAML.
+func LintPreset(ctx context.Context, name string, opts LintOptions) []Diagnostic {
+	src, err := PresetSource(name)
+	if err != nil {
+		return []Diagnostic{{Code: "io", Severity: SeverityError, File: "preset:" + name, Message: err.Error()}}
+	}
+	p, err := Preset(name)
+	if err != nil {
+		return loadDiagnostics("preset:"+name, err)
+	}
+	return placeDiagnostics(Lint(ctx, p, opts), src, "yaml")
+}
+
+// lintData parses data (a policy file in format called name) and lints
+// it, placing every diagnostic in data.
+func lintData(ctx context.Context, data []byte, format, name string, opts LintOptions) []Diagnostic {
+	var ds []Diagnostic
+	if p, err := Parse(data, format, name); err != nil {
+		ds = loadDiagnostics(name, err)
+	} else {
+		ds = Lint(ctx, p, opts)
+	}
+	return placeDiagnostics(ds, data, format)
+}
+
+// placeDiagnostics sets the line and column of each diagnostic from the
+// positions of the fields of data, a policy file in format.
+func placeDiagnostics(ds []Diagnostic, data []byte, format string) []Diagnostic {
+	if len(ds) == 0 {
+		return ds
+	}
+	ps := positionsOf(data, format)
+	for i := range ds {
+		var pos Position
+		if ds[i].Field == "" {
+			pos = errorPosition(ds[i].Message)
+		} else {
+			pos = ps.lookup(ds[i].Field)
+		}
+		ds[i].Line, ds[i].Column = pos.Line, pos.Column
+	}
+	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
+		return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
+	return ds
 }
 
 // loadDiagnostics turns a load error into diagnostics.

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,12 +143,12 @@ func TestLintFile(t *testing.T) {
 	ds := LintFile(context.Background(), bad, LintOptions{})
 	var got []string
 	for _, d := range ds {
-		got = append(got, d.Code+"@"+d.Field)
+		got = append(got, fmt.Sprintf("%s@%s@%d:%d", d.Code, d.Field, d.Line, d.Column))
 		if d.Severity != SeverityError || d.File != bad {
 			t.Errorf("load problem not an error naming the file: %+v", d)
 		}
 	}
-	want := []string{"undeclared-level@destinations[0].max_level", "unknown-redaction-style@redaction.style"}
+	want := []string{"unknown-redaction-style@redaction.style@3:3", "undeclared-level@destinations[0].max_level@5:28"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -214,7 +214,19 @@ func Parse(data []byte, format, name string) (*Policy, error) {
 		problems = append(problems, &FieldError{File: name, Field: k, Code: "unknown-field", Message: "unknown field"})
 	}
 	if err != nil {
-		problems = append(problems, decodeProblems(name, err)...)
+		dp := decodeProblems(name, err)
+		problems = append(problems, dp...)
+		if !slices.ContainsFunc(dp, func(p *FieldError) bool { return p.Field == "" }) {
+			// Every field that decoded is checked too, so that one run
+			// shows every problem; those at or under a field that did not
+			// decode follow from it and are left out.
+			_, tp := translate(raw, name)
+			for _, p := range tp {
+				if !slices.ContainsFunc(dp, func(d *FieldError) bool { return fieldWithin(p.Field, d.Field) }) {
+					problems = append(problems, p)
+				}
+			}
+		}
 		sortProblems(problems)
 		return nil, &LoadError{File: name, Problems: problems}
 	}
@@ -334,6 +346,16 @@ func decodeProblems(file string, err error) []*FieldError {
 	walk(err)
 	sortProblems(out)
 	return out
+}
+
+// fieldWithin reports whether field is outer or a field under it
+// ("destinations[0].name" is within "destinations[0]" and "destinations").
+func fieldWithin(field, outer string) bool {
+	if !strings.HasPrefix(field, outer) {
+		return false
+	}
+	rest := field[len(outer):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
 }
 
 func sortProblems(ps []*FieldError) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,7 +93,8 @@ wrong key), 2 input error (not a file, unreadable, not an audit trail, a keyed
 trail without AISHIELD_AUDIT_KEY, a malformed key).`
 
 func newAuditVerifyCmd() *cobra.Command {
-	var cont, open, asJSON bool
+	var cont, open bool
+	var of *outputFlags
 	cmd := &cobra.Command{
 		Use:   "verify FILE",
 		Short: "Check the hash chain of an audit trail (exit 0 intact, 1 broken, 2 input error)",
@@ -115,81 +115,89 @@ not a writer who recomputes it; keep the printed head hash elsewhere.
 ` + auditVerifyHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			key, err := auditKey()
-			if err != nil {
-				return withCode(2, err)
-			}
-			f, err := inputfile.Open(cmd.Context(), args[0])
-			if err != nil {
-				return withCode(2, &inputError{Path: args[0], Err: err})
-			}
-			defer f.Close()
-			sum, err := sdk.VerifyAudit(f, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: open}, nil)
-			var ce *sdk.ChainError
-			var ke *sdk.AuditKeyError
-			switch {
-			case errors.As(err, &ke):
-				return withCode(2, fmt.Errorf("%s: %w: set %s", args[0], err, auditKeyEnv))
-			case err != nil && !errors.As(err, &ce):
-				return withCode(2, &inputError{Path: args[0], Err: err})
-			}
-			algo, keyed := "sha256", sum.KeyID != ""
-			if keyed {
-				algo = "hmac-sha256"
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				res := map[string]any{"file": args[0], "lines": sum.Lines, "records": sum.Records, "ok": err == nil,
-					"head": sum.Head, "keyed": keyed, "sealed": keyed && err == nil && sum.Unsealed == 0}
-				if keyed {
-					res["key_id"] = sum.KeyID
-					res["heads"] = sum.Heads
-					res["unsealed"] = sum.Unsealed
-				}
-				if err != nil {
-					res["error"] = err.Error()
-					res["line"] = ce.Line
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if e := enc.Encode(res); e != nil {
-					return withCode(2, e)
-				}
-				if err != nil {
-					return withCode(1, nil)
-				}
-				return nil
-			}
-			if err != nil {
-				fmt.Fprintf(out, "BROKEN %s: %v\n", args[0], err)
-				return withCode(1, nil)
-			}
-			if !keyed {
-				fmt.Fprintf(out, "OK %s: %d lines, chain intact, head %s:%s\n", args[0], sum.Lines, algo, sum.Head)
-				fmt.Fprintf(out, "unkeyed: integrity only against accidental damage, not against a writer (write and verify with %s)\n", auditKeyEnv)
-				return nil
-			}
-			fmt.Fprintf(out, "OK %s: %d records, chain intact, keyed (HMAC-SHA256, key id %s)", args[0], sum.Records, sum.KeyID)
-			if sum.LastHead != nil {
-				fmt.Fprintf(out, ", signed head at line %d (%d records, %s)", sum.LastHeadLine, sum.LastHead.Records, sum.LastHead.Time.Format(time.RFC3339))
-			}
-			if sum.Unsealed > 0 {
-				fmt.Fprintf(out, ", %d record(s) after it not sealed (--open)", sum.Unsealed)
-			}
-			fmt.Fprintf(out, ", head %s:%s\n", algo, sum.Head)
-			return nil
+			return of.run(cmd, func(out io.Writer) error { return runAuditVerify(cmd, args[0], cont, open, of.format, out) })
 		},
 	}
 	cmd.Flags().BoolVar(&cont, "continuation", false, "accept a first line that chains to an earlier (rotated) file")
 	cmd.Flags().BoolVar(&open, "open", false, "accept a keyed trail still being written (no signed head after its last records)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	of = addOutputFlags(cmd, "text", "text", "json")
+	of.addJSONAlias(cmd)
 	return cmd
+}
+
+// runAuditVerify checks the chain of the trail in file and writes the
+// result to out in format.
+func runAuditVerify(cmd *cobra.Command, file string, cont, open bool, format string, out io.Writer) error {
+	key, err := auditKey()
+	if err != nil {
+		return withCode(2, err)
+	}
+	f, err := inputfile.Open(cmd.Context(), file)
+	if err != nil {
+		return withCode(2, &inputError{Path: file, Err: err})
+	}
+	defer f.Close()
+	sum, err := sdk.VerifyAudit(f, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: open}, nil)
+	var ce *sdk.ChainError
+	var ke *sdk.AuditKeyError
+	switch {
+	case errors.As(err, &ke):
+		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
+	case err != nil && !errors.As(err, &ce):
+		return withCode(2, &inputError{Path: file, Err: err})
+	}
+	algo, keyed := "sha256", sum.KeyID != ""
+	if keyed {
+		algo = "hmac-sha256"
+	}
+	if format == "json" {
+		res := map[string]any{"file": file, "lines": sum.Lines, "records": sum.Records, "ok": err == nil,
+			"head": sum.Head, "keyed": keyed, "sealed": keyed && err == nil && sum.Unsealed == 0}
+		if keyed {
+			res["key_id"] = sum.KeyID
+			res["heads"] = sum.Heads
+			res["unsealed"] = sum.Unsealed
+		}
+		if err != nil {
+			res["error"] = err.Error()
+			res["line"] = ce.Line
+		}
+		if e := writeJSON(out, res); e != nil {
+			return withCode(2, e)
+		}
+		if err != nil {
+			return withCode(1, nil)
+		}
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(out, "BROKEN %s: %v\n", file, err)
+		return withCode(1, nil)
+	}
+	if !keyed {
+		fmt.Fprintf(out, "OK %s: %d lines, chain intact, head %s:%s\n", file, sum.Lines, algo, sum.Head)
+		fmt.Fprintf(out, "unkeyed: integrity only against accidental damage, not against a writer (write and verify with %s)\n", auditKeyEnv)
+		return nil
+	}
+	fmt.Fprintf(out, "OK %s: %d records, chain intact, keyed (HMAC-SHA256, key id %s)", file, sum.Records, sum.KeyID)
+	if sum.LastHead != nil {
+		fmt.Fprintf(out, ", signed head at line %d (%d records, %s)", sum.LastHeadLine, sum.LastHead.Records, sum.LastHead.Time.Format(time.RFC3339))
+	}
+	if sum.Unsealed > 0 {
+		fmt.Fprintf(out, ", %d record(s) after it not sealed (--open)", sum.Unsealed)
+	}
+	_, err = fmt.Fprintf(out, ", head %s:%s\n", algo, sum.Head)
+	if err != nil {
+		return withCode(2, err)
+	}
+	return nil
 }
 
 type auditQuery struct {
 	destination, model, since, until, level, policy string
 	minTokens                                       int
-	asJSON, cont                                    bool
+	cont                                            bool
+	out                                             *outputFlags
 }
 
 // parseTime accepts RFC 3339 or a date (YYYY-MM-DD, UTC midnight).
@@ -215,10 +223,12 @@ least the given one, in the order of --policy's levels (default preset:
 default). --until is exclusive; a date means midnight UTC. The chain is
 verified while reading; a broken chain exits 1. The quarantine's events (a
 destination quarantined or cleared) show as rows of their own among the
-exchanges, and under "events" with --json; filters on the model, the tokens or
-the level leave them out.`,
+exchanges, and under "events" with --format json; filters on the model, the
+tokens or the level leave them out.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAuditQuery(cmd, q, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return q.out.run(cmd, func(out io.Writer) error { return runAuditQuery(cmd, q, args[0], out) })
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&q.destination, "destination", "", "policy destination name")
@@ -227,13 +237,14 @@ the level leave them out.`,
 	f.StringVar(&q.until, "until", "", "time excluded from here on (RFC 3339 or YYYY-MM-DD)")
 	f.IntVar(&q.minTokens, "min-tokens", 0, "only exchanges of at least this many tokens")
 	f.StringVar(&q.level, "level", "", "only exchanges that carried this level or higher")
-	f.StringVar(&q.policy, "policy", "default", "policy file or preset giving the order of levels")
-	f.BoolVar(&q.asJSON, "json", false, "print JSON")
+	addPolicyFlag(f, &q.policy, "giving the order of levels")
 	f.BoolVar(&q.cont, "continuation", false, "accept a first line that chains to an earlier (rotated) file")
+	q.out = addOutputFlags(cmd, "text", "text", "json")
+	q.out.addJSONAlias(cmd)
 	return cmd
 }
 
-func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
+func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string, out io.Writer) error {
 	var since, until time.Time
 	var err error
 	if q.since != "" {
@@ -254,8 +265,8 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	minRank := -1
 	var pol *policies.Policy
 	if q.level != "" {
-		if pol, err = policies.LoadRefContext(cmd.Context(), q.policy); err != nil {
-			return withCode(2, err)
+		if pol, err = loadPolicy(cmd); err != nil {
+			return err
 		}
 		if minRank = pol.Rank(q.level); minRank < 0 {
 			return withCode(2, fmt.Errorf("--level %q is not a level of policy %s (%s)", q.level, pol.Name, strings.Join(pol.Levels, ", ")))
@@ -279,8 +290,7 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if q.asJSON {
+	if q.out.format == "json" {
 		// Exchange records and quarantine events (records with an event)
 		// apart, each in the trail's order.
 		exchanges, events := []*sdk.AuditRecord{}, []*sdk.AuditRecord{}
@@ -291,14 +301,15 @@ func runAuditQuery(cmd *cobra.Command, q *auditQuery, file string) error {
 				exchanges = append(exchanges, r)
 			}
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"count": len(exchanges), "tokens": total, "exchanges": exchanges, "events": events}); err != nil {
+		if err := writeJSON(out, map[string]any{"count": len(exchanges), "tokens": total, "exchanges": exchanges, "events": events}); err != nil {
 			return withCode(2, err)
 		}
 		return nil
 	}
-	return writeAuditTable(out, matches, total)
+	if err := writeAuditTable(out, matches, total); err != nil {
+		return withCode(2, err)
+	}
+	return nil
 }
 
 // readTrail reads the trail at file as it stands (a trail still being

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -309,7 +308,8 @@ func buildAuditReport(r io.Reader, file string, key []byte, cont bool, f auditFi
 }
 
 func newAuditReportCmd() *cobra.Command {
-	var format, destination, since, until string
+	var destination, since, until string
+	var of *outputFlags
 	var cont bool
 	cmd := &cobra.Command{
 		Use:   "report FILE",
@@ -330,12 +330,12 @@ read before the break, and exits 1.
 
 Exit status: 0 reported, 1 the chain is broken, 2 input error (not a file,
 not an audit trail, a keyed trail without AISHIELD_AUDIT_KEY, a bad filter).`,
-		Example: `  aishield audit report audit.jsonl --format html > audit.html
+		Example: `  aishield audit report audit.jsonl --format html -o audit.html
   aishield audit report audit.jsonl --destination shared-llm --since 2026-03-01 --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" && format != "html" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text, json or html)", format))
+			if err := of.check(); err != nil {
+				return err
 			}
 			f := auditFilter{Destination: destination}
 			for _, x := range []struct {
@@ -359,31 +359,31 @@ not an audit trail, a keyed trail without AISHIELD_AUDIT_KEY, a bad filter).`,
 			if err != nil {
 				return err
 			}
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			switch format {
-			case "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				err = enc.Encode(rep)
-			case "html":
-				err = renderHTMLReport(out, "audit.html", rep)
-			default:
-				err = writeAuditReportText(out, rep)
-			}
-			if err == nil {
-				err = out.Flush()
-			}
-			if err != nil {
-				return withCode(2, err)
-			}
-			if !rep.Integrity.OK {
-				return withCode(1, fmt.Errorf("%s: the chain is broken at line %d: the report holds the records before the break, which cannot be trusted", args[0], rep.Integrity.Line))
-			}
-			return nil
+			return of.run(cmd, func(w io.Writer) error {
+				out := bufio.NewWriterSize(w, 64<<10)
+				switch of.format {
+				case "json":
+					err = writeJSON(out, rep)
+				case "html":
+					err = renderHTMLReport(out, "audit.html", rep)
+				default:
+					err = writeAuditReportText(out, rep)
+				}
+				if err == nil {
+					err = out.Flush()
+				}
+				if err != nil {
+					return withCode(2, err)
+				}
+				if !rep.Integrity.OK {
+					return withCode(1, fmt.Errorf("%s: the chain is broken at line %d: the report holds the records before the break, which cannot be trusted", args[0], rep.Integrity.Line))
+				}
+				return nil
+			})
 		},
 	}
+	of = addOutputFlags(cmd, "text", "text", "json", "html")
 	fl := cmd.Flags()
-	fl.StringVar(&format, "format", "text", "output format: text, json or html (one self-contained page)")
 	fl.StringVar(&destination, "destination", "", "only this policy destination")
 	fl.StringVar(&since, "since", "", "first time included (RFC 3339 or YYYY-MM-DD)")
 	fl.StringVar(&until, "until", "", "time excluded from here on (RFC 3339 or YYYY-MM-DD)")

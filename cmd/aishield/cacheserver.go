@@ -118,6 +118,7 @@ truth), /debug/pages.`,
 	f.StringSliceVar(&faults, "fault", nil, "faults to enable (repeatable or comma-separated; \"none\" clears the preset's): "+faultNames())
 	f.Uint64Var(&seed, "seed", 0, "seed of the deterministic model")
 	f.StringVar(&reuse, "reuse", "", "free-page reuse order: lifo or lru (overrides the preset)")
+	bindEnv(cmd)
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -430,8 +429,9 @@ func (t *exposureTally) levels() []exposureLevel {
 }
 
 type exposureFlags struct {
-	destination, since, until, policy, format string
-	cont                                      bool
+	destination, since, until, policy string
+	cont                              bool
+	out                               *outputFlags
 }
 
 func newAuditExposureCmd() *cobra.Command {
@@ -467,24 +467,23 @@ trustworthy), 2 usage or input error.`,
 		Example: `  aishield audit exposure --destination shared-llm --since 2026-03-01 audit.jsonl
   AISHIELD_AUDIT_KEY=... aishield audit exposure --destination openai --format json /var/log/aishield/audit.jsonl`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runAuditExposure(cmd, fl, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return fl.out.run(cmd, func(out io.Writer) error { return runAuditExposure(cmd, fl, args[0], out) })
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.destination, "destination", "", "policy destination name (required)")
 	f.StringVar(&fl.since, "since", "", "first time included (RFC 3339 or YYYY-MM-DD)")
 	f.StringVar(&fl.until, "until", "", "time excluded from here on (RFC 3339 or YYYY-MM-DD)")
-	f.StringVar(&fl.policy, "policy", "default", "policy file or preset giving the levels of detectors")
-	f.StringVar(&fl.format, "format", "text", "output format: text or json")
+	addPolicyFlag(f, &fl.policy, "giving the levels of detectors")
+	fl.out = addOutputFlags(cmd, "text", "text", "json")
 	f.BoolVar(&fl.cont, "continuation", false, "accept a first line that chains to an earlier (rotated) file")
 	return cmd
 }
 
-func runAuditExposure(cmd *cobra.Command, fl *exposureFlags, file string) error {
+func runAuditExposure(cmd *cobra.Command, fl *exposureFlags, file string, out io.Writer) error {
 	if fl.destination == "" {
 		return withCode(2, errors.New("--destination is required: the destination whose exposure to report"))
-	}
-	if fl.format != "text" && fl.format != "json" {
-		return withCode(2, fmt.Errorf("--format %q: want text or json", fl.format))
 	}
 	var since, until time.Time
 	var err error
@@ -501,20 +500,17 @@ func runAuditExposure(cmd *cobra.Command, fl *exposureFlags, file string) error 
 	if !since.IsZero() && !until.IsZero() && !since.Before(until) {
 		return withCode(2, fmt.Errorf("--since %s is not before --until %s", fl.since, fl.until))
 	}
-	pol, err := policies.LoadRefContext(cmd.Context(), fl.policy)
+	pol, err := loadPolicy(cmd)
 	if err != nil {
-		return withCode(2, err)
+		return err
 	}
 	b := newExposureBuilder(fl.destination, since, until, time.Now(), pol)
 	if err := readTrail(cmd.Context(), file, fl.cont, "the report", b.add); err != nil {
 		return err
 	}
 	rep := b.report()
-	out := cmd.OutOrStdout()
-	if fl.format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
+	if fl.out.format == "json" {
+		if err := writeJSON(out, rep); err != nil {
 			return withCode(2, err)
 		}
 		return nil

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"encoding/json"
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -26,109 +27,139 @@ test cases in CI (test), and print the JSON Schema for editors (schema).
 A policy argument is a file (.yaml, .yml, .json, .toml) or a preset name:
 ` + strings.Join(policies.Presets(), ", ") + `.`,
 	}
-	cmd.AddCommand(newPolicyLintCmd(), newPolicyExplainCmd(), newPolicyTestCmd(), newPolicySchemaCmd(), newPolicyPresetsCmd())
+	cmd.AddCommand(newPolicyLintCmd(), newPolicyExplainCmd(), newPolicyTestCmd(), newPolicyWhichCmd(), newPolicySchemaCmd(), newPolicyPresetsCmd())
 	return cmd
 }
 
 func newPolicyLintCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	cmd := &cobra.Command{
-		Use:   "lint FILE|PRESET...",
+		Use:   "lint [FILE|PRESET...]",
 		Short: "Check policy files; exit 0 clean (warnings allowed), 1 errors found, 2 unreadable input",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `lint checks policy files and reports every diagnostic of every file, errors and
+warnings, each as FILE:LINE:COLUMN: SEVERITY[CODE]: FIELD: MESSAGE (and with its
+line and column in --format json). Without an argument it lints the policy the
+other commands would use (see "aishield policy which"). A file that cannot be
+read is an error on standard error, and the run exits 2 after linting the others.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return withCode(2, fmt.Errorf("--format must be text or json, not %q", format))
-			}
-			var all []policies.Diagnostic
-			for _, a := range args {
-				if _, err := os.Stat(a); err != nil && slices.Contains(policies.Presets(), a) {
-					p, err := policies.Preset(a)
-					if err != nil {
-						return withCode(2, err)
-					}
-					all = append(all, policies.Lint(cmd.Context(), p, policies.LintOptions{})...)
-					continue
-				}
-				all = append(all, policies.LintFile(cmd.Context(), a, policies.LintOptions{})...)
-				if cmd.Context().Err() != nil {
-					return withCode(2, fmt.Errorf("policy lint %s: %w", a, errInterrupted))
-				}
-			}
-			errs, warns, io := 0, 0, false
-			for _, d := range all {
-				if d.Severity == policies.SeverityError {
-					errs++
-				} else {
-					warns++
-				}
-				io = io || d.Code == "io"
-			}
-			out := cmd.OutOrStdout()
-			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if all == nil {
-					all = []policies.Diagnostic{}
-				}
-				if err := enc.Encode(map[string]any{"diagnostics": all, "errors": errs, "warnings": warns}); err != nil {
-					return withCode(2, err)
-				}
-			} else {
-				for _, d := range all {
-					fmt.Fprintln(out, d)
-				}
-				fmt.Fprintf(out, "%d file(s): %d error(s), %d warning(s)\n", len(args), errs, warns)
-			}
-			switch {
-			case io:
-				return withCode(2, nil)
-			case errs > 0:
-				return withCode(1, nil)
-			}
-			return nil
+			return of.run(cmd, func(out io.Writer) error { return runPolicyLint(cmd, args, of.format, out) })
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	of = addOutputFlags(cmd, "text", "text", "json")
 	return cmd
 }
 
+// runPolicyLint lints the policies args names (the chosen policy when
+// none) and writes the diagnostics to out in format; files that cannot be
+// read are reported on standard error.
+func runPolicyLint(cmd *cobra.Command, args []string, format string, out io.Writer) error {
+	if len(args) == 0 {
+		c, err := choosePolicy(cmd, "default")
+		if err != nil {
+			return withCode(2, err)
+		}
+		args = []string{c.Ref}
+	}
+	var all []policies.Diagnostic
+	unreadable := 0
+	for _, a := range args {
+		var ds []policies.Diagnostic
+		if _, err := os.Stat(a); err != nil && slices.Contains(policies.Presets(), a) {
+			ds = policies.LintPreset(cmd.Context(), a, policies.LintOptions{})
+		} else {
+			ds = policies.LintFile(cmd.Context(), a, policies.LintOptions{})
+		}
+		if cmd.Context().Err() != nil {
+			return withCode(2, fmt.Errorf("policy lint %s: %w", a, errInterrupted))
+		}
+		for _, d := range ds {
+			if d.Code == "io" {
+				unreadable++
+				fmt.Fprintln(cmd.ErrOrStderr(), "aishield: policy lint:", d.Message)
+				continue
+			}
+			all = append(all, d)
+		}
+	}
+	errs, warns := 0, 0
+	for _, d := range all {
+		if d.Severity == policies.SeverityError {
+			errs++
+		} else {
+			warns++
+		}
+	}
+	if unreadable == len(args) {
+		return withCode(2, nil) // nothing was linted: no report
+	}
+	var err error
+	if format == "json" {
+		if all == nil {
+			all = []policies.Diagnostic{}
+		}
+		err = writeJSON(out, map[string]any{"diagnostics": all, "errors": errs, "warnings": warns})
+	} else {
+		w := bufio.NewWriter(out)
+		for _, d := range all {
+			fmt.Fprintln(w, d)
+		}
+		fmt.Fprintf(w, "%d file(s): %d error(s), %d warning(s)\n", len(args)-unreadable, errs, warns)
+		err = w.Flush()
+	}
+	switch {
+	case err != nil, unreadable > 0:
+		return withCode(2, err)
+	case errs > 0:
+		return withCode(1, nil)
+	}
+	return nil
+}
+
 func newPolicyExplainCmd() *cobra.Command {
-	var dest, format string
+	var dest string
+	var of *outputFlags
 	cmd := &cobra.Command{
-		Use:   "explain --destination NAME FILE|PRESET",
+		Use:   "explain [--destination NAME] [FILE|PRESET]",
 		Short: "Show what a destination may receive under a policy, and why",
-		Args:  cobra.ExactArgs(1),
+		Long: `explain shows what a destination may receive under a policy, and why. Without
+an argument it explains the policy the other commands would use (see "aishield
+policy which").`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
-				return withCode(2, fmt.Errorf("--format must be text or json, not %q", format))
-			}
-			p, err := policies.LoadRefContext(cmd.Context(), args[0])
-			if err != nil {
-				return withCode(2, err)
-			}
-			e, err := p.Explain(dest)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if format == "json" {
-				err = e.WriteJSON(cmd.OutOrStdout())
-			} else {
-				err = e.WriteText(cmd.OutOrStdout())
-			}
-			if err != nil {
-				return withCode(2, err)
-			}
-			return nil
+			return of.run(cmd, func(out io.Writer) error {
+				var p *policies.Policy
+				var err error
+				if len(args) == 1 {
+					p, err = policies.LoadRefContext(cmd.Context(), args[0])
+				} else {
+					p, err = loadPolicy(cmd)
+				}
+				if err != nil {
+					return withCode(2, err)
+				}
+				e, err := p.Explain(dest)
+				if err != nil {
+					return withCode(2, err)
+				}
+				if of.format == "json" {
+					err = e.WriteJSON(out)
+				} else {
+					err = e.WriteText(out)
+				}
+				if err != nil {
+					return withCode(2, err)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&dest, "destination", "default", "destination name (\"default\" for anything unmatched)")
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	of = addOutputFlags(cmd, "text", "text", "json")
 	return cmd
 }
 
 func newPolicyTestCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	var verbose bool
 	cmd := &cobra.Command{
 		Use:   "test [DIR|FILE...]",
@@ -139,31 +170,71 @@ relative to it, or a preset) and lists cases: an input text or file, a
 destination, and the expected action, level and detectors.
 
 Exit codes follow opa test: 0 every case passed, 1 a file or case could not
-run, 2 a case failed.`,
+run (an unknown --format too), 2 a case failed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "pretty" && format != "json" {
-				return withCode(1, fmt.Errorf("--format must be pretty or json, not %q", format))
-			}
-			rep, err := policytest.Run(cmd.Context(), args, policytest.Options{})
-			if err != nil {
-				return withCode(1, err)
-			}
-			if format == "json" {
-				err = rep.WriteJSON(cmd.OutOrStdout())
-			} else {
-				err = rep.WritePretty(cmd.OutOrStdout(), verbose)
-			}
-			if err != nil {
-				return withCode(1, err)
-			}
-			if code := rep.ExitCode(); code != 0 {
-				return withCode(code, nil)
-			}
-			return nil
+			return of.run(cmd, func(out io.Writer) error {
+				rep, err := policytest.Run(cmd.Context(), args, policytest.Options{})
+				if err != nil {
+					return withCode(1, err)
+				}
+				if of.format == "json" {
+					err = rep.WriteJSON(out)
+				} else {
+					err = rep.WritePretty(out, verbose)
+				}
+				if err != nil {
+					return withCode(1, err)
+				}
+				if code := rep.ExitCode(); code != 0 {
+					return withCode(code, nil)
+				}
+				return nil
+			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "pretty", "output format: pretty or json")
+	of = addOutputFlags(cmd, "pretty", "pretty", "json")
+	of.errCode = 1
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list passing cases too")
+	return cmd
+}
+
+func newPolicyWhichCmd() *cobra.Command {
+	var of *outputFlags
+	var ref string
+	cmd := &cobra.Command{
+		Use:   "which",
+		Short: "Print the policy the commands use, and why",
+		Long: `which prints the policy every command taking --policy uses when run here, and
+where it came from, in this order: --policy; $` + policyEnv + `; the first of
+` + strings.Join(policies.ConfigNames(), ", ") + ` found in the working
+directory or a parent, up to the repository root (the first directory holding
+.git); the default preset. (scan without --destination or --fail-on runs every
+built-in detector instead of the default preset.) The policy is loaded to check
+it: exit 0 it loads, 2 it does not.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return of.run(cmd, func(out io.Writer) error {
+				c, err := choosePolicy(cmd, "default")
+				if err != nil {
+					return withCode(2, err)
+				}
+				p, err := c.load(cmd.Context())
+				if err != nil {
+					return withCode(2, err)
+				}
+				if of.format == "json" {
+					return writeJSON(out, struct {
+						policyChoice
+						Name string `json:"name"`
+					}{c, p.Name})
+				}
+				_, err = fmt.Fprintf(out, "%s (policy %s) from %s: %s\n", c.Ref, p.Name, c.Source, c.Reason)
+				return err
+			})
+		},
+	}
+	addPolicyFlag(cmd.Flags(), &ref, "to check")
+	of = addOutputFlags(cmd, "text", "text", "json")
 	return cmd
 }
 

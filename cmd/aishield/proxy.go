@@ -89,9 +89,9 @@ from the connection itself.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			pol, err := policies.LoadRef(policyRef)
+			pol, err := loadPolicy(cmd)
 			if err != nil {
-				return withCode(2, err)
+				return err
 			}
 			if maxMemory != "" {
 				n, err := policies.ParseSize(maxMemory)
@@ -210,7 +210,7 @@ from the connection itself.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&policyRef, "policy", "default", "policy file or preset name")
+	addPolicyFlag(f, &policyRef, "giving destinations and checks")
 	f.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on (keep it on loopback unless you mean it)")
 	f.StringVar(&upstream, "upstream", "", "destination of requests outside /d/{destination}/")
 	f.StringVar(&redisAddr, "redis", "", "share the cross-exchange memory through Redis: host:port or redis[s]://[user:password@]host:port/db (default $"+envRedisURL+"; password also from $"+envRedisPassword+")")
@@ -232,6 +232,7 @@ from the connection itself.`,
 	f.DurationVar(&timeout, "upstream-timeout", proxy.DefaultUpstreamTimeout, "wait at most this long for the upstream's response headers")
 	f.DurationVar(&idle, "idle-timeout", proxy.DefaultIdleTimeout, "cut an upstream body silent for this long")
 	f.BoolVar(&quiet, "quiet", false, "do not log one line per request")
+	bindEnv(cmd)
 	return cmd
 }
 

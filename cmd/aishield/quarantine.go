@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +42,7 @@ type quarantineFlags struct {
 
 func (f *quarantineFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.policy, "policy", "default", "policy file or preset giving each destination's quarantine settings")
+	addPolicyFlag(fl, &f.policy, "giving each destination's quarantine settings")
 	fl.StringVar(&f.redis, "redis", "", "the shared quarantine store: host:port or redis[s]://[user:password@]host:port/db (default $"+envRedisURL+"; password also from $"+envRedisPassword+")")
 	fl.StringVar(&f.redisCA, "redis-ca", "", "PEM file of the CA a rediss:// server's certificate must chain to (default: the system's roots)")
 }
@@ -54,12 +53,13 @@ var errNoSharedStore = errors.New("no quarantine store: give --redis (or set " +
 
 // openQuarantineStore loads the policy and connects to the shared
 // quarantine store. The caller closes the client.
-func (f *quarantineFlags) open(ctx context.Context, errOut io.Writer) (*policies.Policy, *quarantine.RedisStore, *redis.Client, error) {
+func (f *quarantineFlags) open(cmd *cobra.Command) (*policies.Policy, *quarantine.RedisStore, *redis.Client, error) {
+	ctx, errOut := cmd.Context(), cmd.ErrOrStderr()
 	addr := redisAddress(f.redis)
 	if addr == "" {
 		return nil, nil, nil, errNoSharedStore
 	}
-	pol, err := policies.LoadRefContext(ctx, f.policy)
+	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -101,7 +101,7 @@ type quarantineState struct {
 
 func newQuarantineListCmd() *cobra.Command {
 	fl := &quarantineFlags{}
-	var format string
+	var of *outputFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List every destination the quarantine store knows: its signs and its quarantine",
@@ -116,38 +116,38 @@ Exit status: 0 listed, 2 error (no Redis, unreachable, a bad policy).`,
   AISHIELD_REDIS_URL=rediss://:secret@redis.internal:6380/2 aishield quarantine list --format json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "text" && format != "json" {
-				return withCode(2, fmt.Errorf("--format %q: want text or json", format))
-			}
-			ctx := cmd.Context()
-			pol, store, rc, err := fl.open(ctx, cmd.ErrOrStderr())
-			if err != nil {
-				return withCode(2, err)
-			}
-			defer rc.Close()
-			hs, err := store.Health(ctx)
-			if err != nil {
-				return withCode(2, err)
-			}
-			entries := quarantineEntries(pol, hs, time.Now())
-			out := cmd.OutOrStdout()
-			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(map[string]any{"policy": pol.Name, "destinations": entries}); err != nil {
-					return withCode(2, err)
-				}
-				return nil
-			}
-			if err := writeQuarantineList(out, entries); err != nil {
-				return withCode(2, err)
-			}
-			return nil
+			return of.run(cmd, func(out io.Writer) error { return runQuarantineList(cmd, fl, of.format, out) })
 		},
 	}
 	fl.register(cmd)
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	of = addOutputFlags(cmd, "text", "text", "json")
+	bindEnv(cmd)
 	return cmd
+}
+
+// runQuarantineList writes what the shared store knows to out in format.
+func runQuarantineList(cmd *cobra.Command, fl *quarantineFlags, format string, out io.Writer) error {
+	ctx := cmd.Context()
+	pol, store, rc, err := fl.open(cmd)
+	if err != nil {
+		return withCode(2, err)
+	}
+	defer rc.Close()
+	hs, err := store.Health(ctx)
+	if err != nil {
+		return withCode(2, err)
+	}
+	entries := quarantineEntries(pol, hs, time.Now())
+	if format == "json" {
+		if err := writeJSON(out, map[string]any{"policy": pol.Name, "destinations": entries}); err != nil {
+			return withCode(2, err)
+		}
+		return nil
+	}
+	if err := writeQuarantineList(out, entries); err != nil {
+		return withCode(2, err)
+	}
+	return nil
 }
 
 // quarantineEntries joins what the store knows with the policy's settings.
@@ -253,7 +253,7 @@ Exit status: 0 cleared, 1 the destination had no quarantine, 2 error.`,
 			ctx := cmd.Context()
 			dest := args[0]
 			errOut := cmd.ErrOrStderr()
-			pol, store, rc, err := fl.open(ctx, errOut)
+			pol, store, rc, err := fl.open(cmd)
 			if err != nil {
 				return withCode(2, err)
 			}

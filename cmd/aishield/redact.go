@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aishield/aishield/internal/inputfile"
-	"github.com/aishield/aishield/policies"
 	"github.com/aishield/aishield/sdk"
 )
 
@@ -46,9 +45,9 @@ status is 1. Input must be UTF-8 text.`,
 			if err := checkOutputPath(vaultPath); err != nil {
 				return withCode(2, fmt.Errorf("--vault: %w", err))
 			}
-			pol, err := policies.LoadRefContext(cmd.Context(), policyRef)
+			pol, err := loadPolicy(cmd)
 			if err != nil {
-				return withCode(2, err)
+				return err
 			}
 			if dest != "" {
 				if _, ok := pol.Destination(dest); !ok {
@@ -91,7 +90,7 @@ status is 1. Input must be UTF-8 text.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&policyRef, "policy", "default", "policy file or preset name")
+	addPolicyFlag(cmd.Flags(), &policyRef, "giving what to redact for the destination")
 	cmd.Flags().StringVar(&dest, "destination", "", "policy destination the text is meant for (default: the policy's default)")
 	cmd.Flags().StringVar(&vaultPath, "vault", "", "file to save the placeholder map to (written 0600)")
 	_ = cmd.MarkFlagRequired("vault")

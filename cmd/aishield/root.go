@@ -14,6 +14,9 @@ func newRootCmd(in io.Reader, out, errOut io.Writer) *cobra.Command {
 		Short:         "Keep your data where it belongs when you talk to AI providers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Flags bound to environment variables (bindEnv) take their
+		// values before any command runs: flag > env > file or default.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return applyEnv(cmd) },
 	}
 	setVersion(root)
 	root.SetIn(in)

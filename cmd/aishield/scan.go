@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/policies"
@@ -61,6 +62,9 @@ type fileResult struct {
 	Decision *policies.Decision
 	// Git is the commit of a file diff ("scan git", scangit.go).
 	Git *gitOrigin
+	// endCols holds the end column of each finding, for SARIF regions;
+	// nil for a streamed file.
+	endCols []int
 	// text is the scanned text, held only until onFile returns;
 	// streamed says the file was too large to hold.
 	text     string
@@ -108,7 +112,7 @@ func (r *scanReport) unreadable() int {
 }
 
 func newScanCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	var sopts scanOptions
 	var allowUnscanned bool
 	var sp *scanPolicy
@@ -146,7 +150,15 @@ unreadable directory, or an interruption (SIGINT, SIGTERM); the report is then m
 incomplete.
 With --fail-on LEVEL, 1 only for findings at or above that policy level. With
 --destination NAME, 0 when every file may be sent there as is, 1 when one must be
-redacted or is blocked (its content or its size), 2 on errors.
+redacted or is blocked (its content or its size), 2 on errors. Given together,
+--destination and --fail-on both apply: the run fails if either does. --exit-code N
+replaces the 1 of a failing run; errors stay 2. Without --policy the policy is
+$AISHIELD_POLICY, else a .aishield.yaml found from the working directory up to the
+repository root ("aishield policy which").
+
+--format jsonl streams JSON Lines: a line per finding, a line per decision with
+--destination, then a summary line. -o FILE writes the report to FILE, whole or not
+at all.
 
 --format sarif writes SARIF 2.1.0 for GitHub code scanning: no values, not even
 masked previews; with AISHIELD_HASH_KEY set to a secret, each result carries the
@@ -158,81 +170,99 @@ for a reviewer: counts by detector, category and level, the decision for
 file), what was not scanned and what was suppressed.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" && format != "sarif" && format != "html" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text, json, sarif or html)", format))
-			}
-			if len(args) == 0 {
-				return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
-			}
-			if err := sp.setup(cmd.Context()); err != nil {
-				return withCode(2, err)
-			}
-			sc, err := sp.scanner(format)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if sopts.baselinePath != "" {
-				if !sp.keyed {
-					return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
-				}
-				if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
-					return withCode(2, err)
-				}
-			}
-			sopts.keyed = sp.keyed
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			var sink scanSink // findings are written as they come, except in SARIF
-			switch format {
-			case "json":
-				sink = &jsonSink{w: out, keyed: sp.keyed}
-			case "text":
-				sink = &textSink{w: out}
-			case "html":
-				sink = newHTMLSink(out, sp)
-			}
-			rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
-			err = rep.WriteErr
-			if err == nil {
-				switch format {
-				case "sarif":
-					err = sp.writeSARIF(out, rep, allowUnscanned)
-				case "json", "html":
-					err = sink.finish(rep)
-				default:
-					if err = sink.finish(rep); err == nil {
-						err = sp.writeDecisions(out, rep)
-					}
-				}
-			}
-			if err == nil {
-				err = out.Flush()
-			}
-			if err != nil {
-				return withCode(2, err)
-			}
-			if rep.Interrupted {
-				return withCode(2, errors.New("scan interrupted: the report above is incomplete"))
-			}
-			if rep.Errors > 0 {
-				return withCode(2, nil)
-			}
-			if code := sp.exitCode(rep); code != 0 {
-				return withCode(code, nil)
-			}
-			if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
-				return withCode(1, fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
-			}
-			return nil
+			return of.run(cmd, func(w io.Writer) error { return runScanCmd(cmd, args, of, sp, sopts, allowUnscanned, w) })
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json, sarif or html (one self-contained page)")
+	of = addOutputFlags(cmd, "text", "text", "json", "jsonl", "sarif", "html")
+	of.addExitCode(cmd, "the scan fails on its findings: anything found, or with --fail-on a finding at or above its level, or with --destination a file to redact or block")
 	cmd.Flags().BoolVar(&sopts.follow, "follow", false, "follow symbolic links found while walking directories (links named on the command line are always followed)")
 	cmd.Flags().BoolVar(&allowUnscanned, "allow-unscanned", false, "do not fail --fail-on or --destination runs because a file could not be scanned (it is still listed)")
 	cmd.Flags().StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to read, gitignore syntax, applied with the "+ignoreFileName+" of each directory scanned")
 	cmd.Flags().StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
+	bindEnv(cmd)
 	cmd.AddCommand(newScanGitCmd())
 	return cmd
+}
+
+// runScanCmd runs "aishield scan" with its report written to w.
+func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPolicy, sopts scanOptions, allowUnscanned bool, w io.Writer) error {
+	format := of.format
+	if len(args) == 0 {
+		return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
+	}
+	if err := sp.resolve(cmd); err != nil {
+		return withCode(2, err)
+	}
+	if err := sp.setup(cmd.Context()); err != nil {
+		return withCode(2, err)
+	}
+	sc, err := sp.scanner(format)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if sopts.baselinePath != "" {
+		if !sp.keyed {
+			return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
+		}
+		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
+			return withCode(2, err)
+		}
+	}
+	sopts.keyed = sp.keyed
+	sopts.endColumns = format == "sarif"
+	if rf, ok := w.(*reportFile); ok {
+		if st, err := rf.Stat(); err == nil {
+			sopts.exclude = append(sopts.exclude, st) // the report is not scanned
+		}
+	}
+	out := bufio.NewWriterSize(w, 64<<10)
+	var sink scanSink // findings are written as they come, except in SARIF
+	switch format {
+	case "json":
+		sink = &jsonSink{w: out, keyed: sp.keyed}
+	case "jsonl":
+		sink = &jsonlSink{w: out, keyed: sp.keyed}
+	case "text":
+		sink = &textSink{w: out}
+	case "html":
+		sink = newHTMLSink(out, sp)
+	}
+	rep := runScan(cmd.Context(), sc, args, sopts, cmd.InOrStdin(), cmd.ErrOrStderr(), sp, sink)
+	err = rep.WriteErr
+	switch {
+	case err != nil:
+	case len(rep.Files) == 0 && len(rep.NotScanned) == 0 && (rep.Errors > 0 || rep.Interrupted):
+		// Nothing was read: no report, the summary is an error.
+		fmt.Fprintln(cmd.ErrOrStderr(), "aishield:", scanSummary(rep, 0, 0))
+	case format == "sarif":
+		err = sp.writeSARIF(out, rep, allowUnscanned)
+	case format == "text":
+		if err = sink.finish(rep); err == nil {
+			err = sp.writeDecisions(out, rep)
+		}
+	default:
+		err = sink.finish(rep)
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		return withCode(2, err)
+	}
+	if rep.Interrupted {
+		return withCode(2, errors.New("scan interrupted: the report is incomplete"))
+	}
+	if rep.Errors > 0 {
+		return withCode(2, nil)
+	}
+	if sp.fails(rep) {
+		return of.fail(nil)
+	}
+	if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
+		return of.fail(fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
+	}
+	return nil
 }
 
 // scanOptions are the options of runScan.
@@ -243,4 +273,6 @@ type scanOptions struct {
 	baseline     baseline
 	// keyed says finding hashes are keyed by AISHIELD_HASH_KEY.
 	keyed bool
+	// endColumns asks for the end column of each finding (SARIF regions).
+	endColumns bool
 }

@@ -40,7 +40,7 @@ type gitScanOptions struct {
 const maxGitStderr = 4 << 10
 
 func newScanGitCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	var gopts gitScanOptions
 	var sopts scanOptions
 	var allowUnscanned bool
@@ -74,93 +74,14 @@ diff that may not go to --destination), 2 on errors, git's included (not a repos
 unknown revision).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" && format != "sarif" {
-				return withCode(2, fmt.Errorf("unknown --format %q (text, json or sarif)", format))
-			}
 			gopts.dir = "."
 			if len(args) == 1 {
 				gopts.dir = args[0]
 			}
-			gitArgs, err := gitCommandArgs(gopts)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if err := sp.setup(cmd.Context()); err != nil {
-				return withCode(2, err)
-			}
-			sc, err := sp.scanner(format)
-			if err != nil {
-				return withCode(2, err)
-			}
-			if sopts.baselinePath != "" {
-				if !sp.keyed {
-					return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
-				}
-				if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
-					return withCode(2, err)
-				}
-			}
-			sopts.keyed = sp.keyed
-			root, err := gitTopLevel(cmd.Context(), gopts.dir)
-			if err != nil {
-				return withCode(2, err)
-			}
-			ignore, err := gitIgnoreRules(root, sopts.ignoreFile)
-			if err != nil {
-				return withCode(2, err)
-			}
-			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
-			var sink scanSink
-			var sarifSink *gitSARIFSink
-			switch format {
-			case "json":
-				sink = &jsonSink{w: out, keyed: sp.keyed}
-			case "text":
-				sink = &gitTextSink{w: out}
-			default:
-				sarifSink = &gitSARIFSink{keyed: sp.keyed}
-				sink = sarifSink
-			}
-			g := &gitScan{sc: sc, sp: sp, opts: sopts, ignore: ignore, sink: sink, rep: &scanReport{Keyed: sp.keyed}, errOut: cmd.ErrOrStderr()}
-			runErr := g.run(cmd.Context(), root, gitArgs)
-			rep := g.rep
-			if ts, ok := sink.(*gitTextSink); ok {
-				ts.commits, ts.lines = g.commits, g.lines
-			}
-			err = rep.WriteErr
-			if err == nil {
-				if sarifSink != nil {
-					err = sarifSink.write(out, sp, rep, allowUnscanned)
-				} else if err = sink.finish(rep); err == nil && format == "text" {
-					err = sp.writeDecisions(out, withCommitPaths(rep))
-				}
-			}
-			if err == nil {
-				err = out.Flush()
-			}
-			if err != nil {
-				return withCode(2, err)
-			}
-			if rep.Interrupted {
-				return withCode(2, errors.New("scan interrupted: the report above is incomplete"))
-			}
-			if runErr != nil {
-				return withCode(2, fmt.Errorf("scan git: %w (the report above is incomplete)", runErr))
-			}
-			if rep.Errors > 0 {
-				return withCode(2, nil)
-			}
-			if code := sp.exitCode(rep); code != 0 {
-				return withCode(code, nil)
-			}
-			if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
-				return withCode(1, fmt.Errorf("%d file diff(s) were not wholly scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
-			}
-			return nil
+			return of.run(cmd, func(w io.Writer) error { return runScanGit(cmd, gopts, of, sp, sopts, allowUnscanned, w) })
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&format, "format", "text", "output format: text, json or sarif")
 	f.BoolVar(&gopts.staged, "staged", false, "scan the staged changes (git diff --cached) instead of the history")
 	f.StringVar(&gopts.since, "since", "", "scan only the commits in REF..HEAD, what a branch adds to REF")
 	f.StringVar(&gopts.logOpts, "log-opts", "", `more git log arguments, split as a shell would (e.g. "--all", "-n 20", "main..feature")`)
@@ -168,7 +89,96 @@ unknown revision).`,
 	f.StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to scan, gitignore syntax, applied with the repository's "+ignoreFileName)
 	f.StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
+	of = addOutputFlags(cmd, "text", "text", "json", "jsonl", "sarif")
+	of.addExitCode(cmd, "the scan fails on its findings: anything found, or with --fail-on a finding at or above its level, or with --destination a file diff to redact or block")
+	bindEnv(cmd)
 	return cmd
+}
+
+// runScanGit runs "aishield scan git" with its report written to w.
+func runScanGit(cmd *cobra.Command, gopts gitScanOptions, of *outputFlags, sp *scanPolicy, sopts scanOptions, allowUnscanned bool, w io.Writer) error {
+	format := of.format
+	gitArgs, err := gitCommandArgs(gopts)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if err := sp.resolve(cmd); err != nil {
+		return withCode(2, err)
+	}
+	if err := sp.setup(cmd.Context()); err != nil {
+		return withCode(2, err)
+	}
+	sc, err := sp.scanner(format)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if sopts.baselinePath != "" {
+		if !sp.keyed {
+			return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
+		}
+		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
+			return withCode(2, err)
+		}
+	}
+	sopts.keyed = sp.keyed
+	root, err := gitTopLevel(cmd.Context(), gopts.dir)
+	if err != nil {
+		return withCode(2, err)
+	}
+	ignore, err := gitIgnoreRules(root, sopts.ignoreFile)
+	if err != nil {
+		return withCode(2, err)
+	}
+	out := bufio.NewWriterSize(w, 64<<10)
+	var sink scanSink
+	var sarifSink *gitSARIFSink
+	switch format {
+	case "json":
+		sink = &jsonSink{w: out, keyed: sp.keyed}
+	case "jsonl":
+		sink = &jsonlSink{w: out, keyed: sp.keyed}
+	case "text":
+		sink = &gitTextSink{w: out}
+	default:
+		sarifSink = &gitSARIFSink{keyed: sp.keyed}
+		sink = sarifSink
+	}
+	g := &gitScan{sc: sc, sp: sp, opts: sopts, ignore: ignore, sink: sink, rep: &scanReport{Keyed: sp.keyed}, errOut: cmd.ErrOrStderr()}
+	runErr := g.run(cmd.Context(), root, gitArgs)
+	rep := g.rep
+	if ts, ok := sink.(*gitTextSink); ok {
+		ts.commits, ts.lines = g.commits, g.lines
+	}
+	err = rep.WriteErr
+	if err == nil {
+		if sarifSink != nil {
+			err = sarifSink.write(out, sp, rep, allowUnscanned)
+		} else if err = sink.finish(rep); err == nil && format == "text" {
+			err = sp.writeDecisions(out, withCommitPaths(rep))
+		}
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		return withCode(2, err)
+	}
+	if rep.Interrupted {
+		return withCode(2, errors.New("scan interrupted: the report is incomplete"))
+	}
+	if runErr != nil {
+		return withCode(2, fmt.Errorf("scan git: %w (the report is incomplete)", runErr))
+	}
+	if rep.Errors > 0 {
+		return withCode(2, nil)
+	}
+	if sp.fails(rep) {
+		return of.fail(nil)
+	}
+	if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
+		return of.fail(fmt.Errorf("%d file diff(s) were not wholly scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
+	}
+	return nil
 }
 
 // gitRefusedOptions are git log options that change the output the

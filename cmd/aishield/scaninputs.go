@@ -42,6 +42,9 @@ type inputOptions struct {
 	// ignoreFile names a file of ignore patterns (--ignore-file), applied
 	// with the .aishieldignore of each root; empty for none.
 	ignoreFile string
+	// exclude lists files a walk does not read: the report being
+	// written (-o), which may lie in a directory scanned.
+	exclude []fs.FileInfo
 }
 
 // maxIgnoreFile bounds an ignore file.
@@ -100,7 +103,7 @@ func (w *walker) matcherFor(root string) (*ignoreMatcher, error) {
 // as given (when relative and inside the working directory). An ignore
 // file that cannot be read or parsed is an input error.
 func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []scanInput, skipped []notScanned, ignored, errs int) {
-	w := &walker{follow: opts.follow, errOut: errOut}
+	w := &walker{follow: opts.follow, errOut: errOut, exclude: opts.exclude}
 	if opts.ignoreFile != "" {
 		text, err := readIgnore(opts.ignoreFile, false)
 		if err == nil {
@@ -169,6 +172,7 @@ type walker struct {
 	root    string
 	ign     *ignoreMatcher
 	ignored int
+	exclude []fs.FileInfo
 }
 
 func (w *walker) fail(err error) {
@@ -224,6 +228,14 @@ func (w *walker) dir(path string, ancestors []fs.FileInfo) {
 			}
 			w.dir(p, append(ancestors[:len(ancestors):len(ancestors)], info))
 		case m.IsRegular():
+			if len(w.exclude) > 0 {
+				if info == nil {
+					info, _ = e.Info()
+				}
+				if info != nil && loop(info, w.exclude) {
+					continue
+				}
+			}
 			w.inputs = append(w.inputs, scanInput{path: p, walked: true})
 		default:
 			w.skip(p, fileKind(m))

@@ -25,6 +25,8 @@ const hashKeyEnv = "AISHIELD_HASH_KEY"
 // --destination and --fail-on, and the policy-aware parts of the scan.
 type scanPolicy struct {
 	ref, dest, failOn string
+	// choice is where ref came from (resolve).
+	choice policyChoice
 
 	policy      *policies.Policy
 	destination *policies.Destination
@@ -38,10 +40,25 @@ type scanPolicy struct {
 func addScanPolicyFlags(cmd *cobra.Command) *scanPolicy {
 	sp := &scanPolicy{}
 	f := cmd.Flags()
-	f.StringVar(&sp.ref, "policy", "", "policy file or preset ("+strings.Join(policies.Presets(), ", ")+"); the default preset when --destination or --fail-on is given alone")
-	f.StringVar(&sp.dest, "destination", "", "decide, per file, whether it may be sent to this destination of the policy: exit 0 allow, 1 redact or block, 2 error")
-	f.StringVar(&sp.failOn, "fail-on", "", "exit 1 only for findings at or above this policy level (without --destination)")
+	addPolicyFlag(f, &sp.ref, "giving levels and custom rules (without a policy, every built-in detector runs; --destination and --fail-on need one)")
+	f.StringVar(&sp.dest, "destination", "", "decide, per file, whether it may be sent to this destination of the policy: exit 0 allow, 1 (--exit-code) redact or block, 2 error")
+	f.StringVar(&sp.failOn, "fail-on", "", "exit 1 (--exit-code) only for findings at or above this policy level (with --destination, both apply)")
 	return sp
+}
+
+// resolve chooses the policy (choosePolicy; without one, the default
+// preset when --destination or --fail-on needs a policy, else none).
+func (sp *scanPolicy) resolve(cmd *cobra.Command) error {
+	fallback := ""
+	if sp.dest != "" || sp.failOn != "" {
+		fallback = "default"
+	}
+	choice, err := choosePolicy(cmd, fallback)
+	if err != nil {
+		return err
+	}
+	sp.ref, sp.choice = choice.Ref, choice
+	return nil
 }
 
 // setup loads the policy and checks the flags; errors are usage errors.
@@ -52,7 +69,8 @@ func (sp *scanPolicy) setup(ctx context.Context) error {
 	if sp.ref == "" {
 		return nil
 	}
-	p, err := policies.LoadRefContext(ctx, sp.ref)
+	sp.choice.Ref = sp.ref
+	p, err := sp.choice.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -212,25 +230,25 @@ func (sp *scanPolicy) failsOn(fs []classifiers.Finding) bool {
 // --destination), so that a file it could not scan fails the run.
 func (sp *scanPolicy) gates() bool { return sp.failOn != "" || sp.destination != nil }
 
-// exitCode is the scan's exit code once inputs were read without error.
-func (sp *scanPolicy) exitCode(rep *scanReport) int {
-	switch {
-	case sp.destination != nil:
+// fails reports whether the scan fails on its findings once inputs were
+// read without error: with --destination, a file must be redacted or is
+// blocked; with --fail-on, a finding is at or above its level (both apply
+// when both are given); with neither, anything was found.
+func (sp *scanPolicy) fails(rep *scanReport) bool {
+	if sp.destination == nil && sp.failOn == "" {
+		return rep.Found > 0
+	}
+	if sp.failOn != "" && rep.FailOn {
+		return true
+	}
+	if sp.destination != nil {
 		for _, f := range rep.Files {
 			if f.Decision != nil && f.Decision.Action != policies.ActionAllow {
-				return 1
+				return true
 			}
 		}
-		return 0
-	case sp.failOn != "":
-		if rep.FailOn {
-			return 1
-		}
-		return 0
-	case rep.Found > 0:
-		return 1
 	}
-	return 0
+	return false
 }
 
 // writeDecisions appends the per-file decisions to the text report.
@@ -290,7 +308,7 @@ func (sp *scanPolicy) writeSARIF(w io.Writer, rep *scanReport, allowUnscanned bo
 		if f.Skipped {
 			continue
 		}
-		sf := sarif.File{Path: rel(f.Path), Findings: f.Findings}
+		sf := sarif.File{Path: rel(f.Path), Findings: f.Findings, EndColumns: f.endCols}
 		if rep.Keyed {
 			for _, x := range f.Findings {
 				sf.Fingerprints = append(sf.Fingerprints, findingFingerprint(f.Path, x))

@@ -147,6 +147,9 @@ func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdi
 		out.inline += n
 		res.Findings, n = opts.baseline.filter(res.Path, res.Findings)
 		out.baselined += n
+		if opts.endColumns {
+			res.endCols = endColumns(res.text, res.Findings)
+		}
 		err = sp.onFile(ctx, res)
 		res.text = ""
 		if err != nil {

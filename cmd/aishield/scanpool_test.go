@@ -33,7 +33,7 @@ func refRun(t *testing.T, format, policy, dest, failOn string, allowUnscanned bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := scanOptions{keyed: sp.keyed}
+	opts := scanOptions{keyed: sp.keyed, endColumns: format == "sarif"}
 	rep := refRunScan(ctx, sc, args, opts, stdin, io.Discard, sp.refOnFile)
 	var out bytes.Buffer
 	switch format {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/inputfile"
@@ -65,6 +66,9 @@ func refRunScan(ctx context.Context, sc *classifiers.Scanner, args []string, opt
 				}
 				res.Findings = kept
 			}
+			if opts.endColumns {
+				res.endCols = refEndColumns(res.text, res.Findings)
+			}
 			if onFile != nil {
 				err = onFile(ctx, res)
 			}
@@ -87,6 +91,18 @@ func refRunScan(ctx context.Context, sc *classifiers.Scanner, args []string, opt
 	}
 	rep.Interrupted = ctx.Err() != nil
 	return rep
+}
+
+// refEndColumns is endColumns one finding at a time: the code points
+// from the start of the line holding a finding's end to its end, plus one.
+func refEndColumns(text string, fs []classifiers.Finding) []int {
+	var out []int
+	for _, f := range fs {
+		end := min(max(f.End, 0), len(text))
+		start := strings.LastIndexByte(text[:end], '\n') + 1
+		out = append(out, utf8.RuneCountInString(text[start:end])+1)
+	}
+	return out
 }
 
 // refScanOne scans one input: a file, or a stream ("-" is standard input)

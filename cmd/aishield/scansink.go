@@ -124,16 +124,23 @@ func (j *jsonSink) beginFile(res *fileResult) error {
 	return j.flushErr()
 }
 
+// newScanFinding is finding x of res as the JSON reports print it; keyed
+// adds its fingerprint.
+func newScanFinding(res *fileResult, x classifiers.Finding, keyed bool) scanFinding {
+	sf := scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
+		Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding}
+	if keyed {
+		sf.Fingerprint = findingFingerprint(res.Path, x)
+	}
+	if g := res.Git; g != nil {
+		sf.Commit, sf.Author, sf.Email, sf.Date = g.Commit, g.Author, g.Email, g.Date
+	}
+	return sf
+}
+
 func (j *jsonSink) findings(res *fileResult, fs []classifiers.Finding) error {
 	for _, x := range fs {
-		sf := scanFinding{Detector: x.Detector, Category: x.Category, Start: x.Start, End: x.End,
-			Line: x.Line, EndLine: x.EndLine, Column: x.Column, Confidence: x.Confidence, Preview: x.Preview, Encoding: x.Encoding}
-		if j.keyed {
-			sf.Fingerprint = findingFingerprint(res.Path, x)
-		}
-		if g := res.Git; g != nil {
-			sf.Commit, sf.Author, sf.Email, sf.Date = g.Commit, g.Author, g.Email, g.Date
-		}
+		sf := newScanFinding(res, x, j.keyed)
 		if j.found > 0 {
 			j.str(",")
 		}

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,44 +20,50 @@ const maxCapture = 64 << 20
 
 func newVerifyCmd() *cobra.Command {
 	var reqPath, respPath, policyRef string
-	var asJSON bool
+	var of *outputFlags
 	cmd := &cobra.Command{
 		Use:   "verify --request FILE --response FILE",
 		Short: "Check a captured exchange's response for foreign material",
 		Long: `verify checks a captured exchange: the request body (OpenAI or Anthropic JSON)
 and its response (JSON, or a saved SSE stream). It reports foreign entities,
 canaries not minted for the exchange, chat-template fragments and usage
-mismatches, never printing a raw value. Exit status: 0 clean, 1 contaminated,
-2 on errors.`,
+mismatches, never printing a raw value. Exit status: 0 clean, 1 (or
+--exit-code) contaminated, 2 on errors.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if reqPath == "" || respPath == "" {
-				return withCode(2, errors.New("verify: --request and --response are required"))
-			}
-			vd, err := verifyCapture(cmd.Context(), reqPath, respPath, policyRef)
-			if err != nil {
-				return withCode(2, err)
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(vd); err != nil {
+			return of.run(cmd, func(out io.Writer) error {
+				if reqPath == "" || respPath == "" {
+					return withCode(2, errors.New("verify: --request and --response are required"))
+				}
+				p, err := loadPolicy(cmd)
+				if err != nil {
+					return err
+				}
+				vd, err := verifyCapture(cmd.Context(), reqPath, respPath, p)
+				if err != nil {
 					return withCode(2, err)
 				}
-			} else {
-				printVerdict(out, vd)
-			}
-			if vd.contaminated() {
-				return withCode(1, nil)
-			}
-			return nil
+				if of.format == "json" {
+					if err := writeJSON(out, vd); err != nil {
+						return withCode(2, err)
+					}
+				} else if err := printVerdict(out, vd); err != nil {
+					return withCode(2, err)
+				}
+				if vd.contaminated() {
+					return of.fail(nil)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&reqPath, "request", "", "request body file (JSON)")
 	cmd.Flags().StringVar(&respPath, "response", "", "response body file (JSON or SSE)")
-	cmd.Flags().StringVar(&policyRef, "policy", "default", "policy file or preset name")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verdict as JSON")
+	addPolicyFlag(cmd.Flags(), &policyRef, "giving the inbound checks")
+	of = addOutputFlags(cmd, "text", "text", "json")
+	of.addExitCode(cmd, "the response carries foreign material")
+	of.addJSONAlias(cmd)
+	bindEnv(cmd)
 	return cmd
 }
 
@@ -86,11 +92,7 @@ type verdict struct {
 func (v *verdict) contaminated() bool { return len(v.Signals) > 0 }
 
 // verifyCapture replays a captured exchange through the guard.
-func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*verdict, error) {
-	p, err := policies.LoadRefContext(ctx, policyRef)
-	if err != nil {
-		return nil, err
-	}
+func verifyCapture(ctx context.Context, reqPath, respPath string, p *policies.Policy) (*verdict, error) {
 	reqData, err := readCapture(ctx, reqPath)
 	if err != nil {
 		return nil, err
@@ -120,10 +122,11 @@ func verifyCapture(ctx context.Context, reqPath, respPath, policyRef string) (*v
 	return vd, nil
 }
 
-func printVerdict(w io.Writer, vd *verdict) {
+func printVerdict(out io.Writer, vd *verdict) error {
+	w := bufio.NewWriter(out)
 	if !vd.contaminated() {
 		fmt.Fprintln(w, "clean: no foreign material found")
-		return
+		return w.Flush()
 	}
 	verb := "flagged"
 	if vd.Blocked {
@@ -146,4 +149,5 @@ func printVerdict(w io.Writer, vd *verdict) {
 		}
 		fmt.Fprintf(w, ": %s\n", s.Message)
 	}
+	return w.Flush()
 }

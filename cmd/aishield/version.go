@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -107,7 +107,7 @@ func setVersion(root *cobra.Command) {
 }
 
 func newVersionCmd() *cobra.Command {
-	var format string
+	var of *outputFlags
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the aishield version",
@@ -116,18 +116,15 @@ else the module version, else the commit the binary was built from.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := currentVersion()
-			switch format {
-			case "text":
-				_, err := fmt.Fprintln(cmd.OutOrStdout(), v)
+			return of.run(cmd, func(out io.Writer) error {
+				if of.format == "json" {
+					return writeJSON(out, v)
+				}
+				_, err := fmt.Fprintln(out, v)
 				return err
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
-			}
-			return withCode(2, fmt.Errorf("--format %q: want text or json", format))
+			})
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	of = addOutputFlags(cmd, "text", "text", "json")
 	return cmd
 }

@@ -8,6 +8,8 @@ package sarif
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,14 +28,16 @@ type File struct {
 	Path string
 	// Findings are the file's findings.
 	Findings []classifiers.Finding
+	// EndColumns, when not nil, holds the 1-based column (in code points)
+	// just past each finding's last character (EndColumns[i] for
+	// Findings[i]). Without it a finding on one line ends at its column
+	// plus its length in bytes (exact for ASCII values), and one over
+	// several lines at the start of the line after its last.
+	EndColumns []int
 	// Fingerprints, when not nil, holds a fingerprint per finding
 	// (Fingerprints[i] for Findings[i]) that identifies it across runs;
 	// written with Options.Fingerprints under FindingFingerprintKey.
 	Fingerprints []string
-	// EndColumns, when not nil, holds per finding the 1-based column (in
-	// code points) just past its last character, written as the region's
-	// endColumn.
-	EndColumns []int
 	// Commit, when set, is the commit that added the file's findings
 	// (aishield scan git): written in each result's properties and as the
 	// commitSha partial fingerprint.
@@ -154,7 +158,7 @@ type (
 		StartLine   int `json:"startLine"`
 		StartColumn int `json:"startColumn"`
 		EndLine     int `json:"endLine"`
-		EndColumn   int `json:"endColumn,omitempty"`
+		EndColumn   int `json:"endColumn"`
 	}
 )
 
@@ -167,16 +171,25 @@ const FingerprintKey = "aishieldValueHash/v1"
 // result carries File.Fingerprints' entry for its finding.
 const FindingFingerprintKey = "aishieldFinding/v1"
 
+// LocationFingerprintKey is the partialFingerprints key of every result's
+// location fingerprint: a hash of its path, rule, start line and start
+// column, which holds nothing of the value.
+const LocationFingerprintKey = "aishieldLocation/v1"
+
 // CommitFingerprintKey is the partialFingerprints key under which each
 // result of a File with a Commit carries the commit's hash, as gitleaks
 // names it.
 const CommitFingerprintKey = "commitSha"
 
-// WriteSARIF writes a SARIF 2.1.0 log of files' findings that GitHub code
-// scanning accepts: one rule per detector found, one result per finding
-// with its location (line, column in code points, end line) and the
-// finding's keyed hash as partial fingerprint. No value, not even a masked
-// preview, is written. Output is deterministic for equal input.
+// Write writes a SARIF 2.1.0 log of files' findings that GitHub code
+// scanning accepts: one rule per detector of the run (every detector the
+// policy enables and its custom rules, or every built-in without a policy,
+// whether it found anything or not, with the level the policy gives it),
+// one result per finding with its region (start and end line and column,
+// in code points) and partial fingerprints: its location's (path, rule,
+// line, column) always, and with Options.Fingerprints the finding's keyed
+// hash and File.Fingerprints' entry. No value, not even a masked preview,
+// is written. Output is deterministic for equal input.
 func Write(w io.Writer, files []File, opts Options) error {
 	descs := map[string]classifiers.DetectorInfo{}
 	for _, b := range classifiers.Builtins() {
@@ -192,7 +205,18 @@ func Write(w io.Writer, files []File, opts Options) error {
 
 	ruleIndex := map[string]int{}
 	var ids []string
+	if opts.Policy != nil {
+		ids = opts.Policy.DetectorIDs()
+	} else {
+		for _, b := range classifiers.Builtins() {
+			ids = append(ids, b.ID)
+		}
+	}
 	cats := map[string]classifiers.Category{}
+	for _, id := range ids {
+		ruleIndex[id] = -1
+		cats[id] = descs[id].Category
+	}
 	for _, f := range sorted {
 		for _, fd := range f.Findings {
 			if _, ok := ruleIndex[fd.Detector]; !ok {
@@ -243,27 +267,23 @@ func Write(w io.Writer, files []File, opts Options) error {
 		for _, k := range order {
 			fd := f.Findings[k]
 			level, _ := sarifLevel(opts, fd.Detector, fd.Category)
+			region := findingRegion(fd, f.EndColumns, k)
 			r := sarifResult{
 				RuleID: fd.Detector, RuleIndex: ruleIndex[fd.Detector], Level: level,
 				Message: sarifText{Text: sarifMessage(opts, fd)},
 				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
 					ArtifactLocation: sarifArtifact{URI: uri, URIBaseID: "%SRCROOT%"},
-					Region:           &sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1), EndLine: max(fd.EndLine, fd.Line, 1)},
+					Region:           region,
 				}}},
-			}
-			if k < len(f.EndColumns) && f.EndColumns[k] > 0 {
-				r.Locations[0].PhysicalLocation.Region.EndColumn = f.EndColumns[k]
+				PartialFingerprints: map[string]string{LocationFingerprintKey: locationFingerprint(uri, fd.Detector, region)},
 			}
 			if opts.Fingerprints && fd.Hash != "" {
-				r.PartialFingerprints = map[string]string{FingerprintKey: fd.Hash}
+				r.PartialFingerprints[FingerprintKey] = fd.Hash
 				if k < len(f.Fingerprints) && f.Fingerprints[k] != "" {
 					r.PartialFingerprints[FindingFingerprintKey] = f.Fingerprints[k]
 				}
 			}
 			if c := f.Commit; c != nil && c.SHA != "" {
-				if r.PartialFingerprints == nil {
-					r.PartialFingerprints = map[string]string{}
-				}
 				r.PartialFingerprints[CommitFingerprintKey] = c.SHA
 				r.Properties = &sarifCommitProps{CommitSha: c.SHA, Author: c.Author, Email: c.Email, Date: c.Date}
 			}
@@ -300,6 +320,31 @@ func Write(w io.Writer, files []File, opts Options) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(log)
+}
+
+// findingRegion is the region of fd, the k-th finding of a file whose end
+// columns are ends (nil when unknown; see File.EndColumns).
+func findingRegion(fd classifiers.Finding, ends []int, k int) *sarifRegion {
+	r := &sarifRegion{StartLine: max(fd.Line, 1), StartColumn: max(fd.Column, 1)}
+	r.EndLine = max(fd.EndLine, r.StartLine)
+	switch {
+	case k < len(ends) && ends[k] > 0:
+		r.EndColumn = ends[k]
+	case r.EndLine == r.StartLine:
+		r.EndColumn = r.StartColumn + max(fd.End-fd.Start, 1)
+	default:
+		r.EndLine, r.EndColumn = r.EndLine+1, 1
+	}
+	if r.EndLine == r.StartLine && r.EndColumn <= r.StartColumn {
+		r.EndColumn = r.StartColumn + 1
+	}
+	return r
+}
+
+// locationFingerprint identifies a result by its path, rule and start.
+func locationFingerprint(uri, rule string, r *sarifRegion) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d:%d", uri, rule, r.StartLine, r.StartColumn))
+	return hex.EncodeToString(h[:16])
 }
 
 // sarifLevel gives a detector's SARIF level and GitHub security severity.

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/golden"
 	"github.com/aishield/aishield/policies"
 )
@@ -90,7 +95,7 @@ func checkSARIF(t *testing.T, data []byte) {
 					PhysicalLocation struct {
 						ArtifactLocation struct{ URI string } `json:"artifactLocation"`
 						Region           struct {
-							StartLine, StartColumn, EndLine int
+							StartLine, StartColumn, EndLine, EndColumn int
 						} `json:"region"`
 					} `json:"physicalLocation"`
 				} `json:"locations"`
@@ -117,10 +122,13 @@ func checkSARIF(t *testing.T, data []byte) {
 		default:
 			t.Errorf("bad level %q", r.Level)
 		}
-		if r.Message.Text == "" || len(r.Locations) != 1 || r.PartialFingerprints[FingerprintKey] == "" {
+		if r.Message.Text == "" || len(r.Locations) != 1 || r.PartialFingerprints[FingerprintKey] == "" || r.PartialFingerprints[LocationFingerprintKey] == "" {
 			t.Errorf("incomplete result %+v", r)
 		}
 		reg := r.Locations[0].PhysicalLocation.Region
+		if reg.EndColumn < 1 || reg.EndLine == reg.StartLine && reg.EndColumn <= reg.StartColumn {
+			t.Errorf("result %s: region %+v has no proper end", r.RuleID, reg)
+		}
 		if reg.StartLine < 1 || reg.StartColumn < 1 || reg.EndLine < reg.StartLine || r.Locations[0].PhysicalLocation.ArtifactLocation.URI == "" {
 			t.Errorf("bad location %+v", r.Locations[0])
 		}
@@ -138,8 +146,14 @@ func TestWriteSARIFEmpty(t *testing.T) {
 	if err := Write(&buf, nil, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), `"results": []`) || !strings.Contains(buf.String(), `"rules": []`) {
-		t.Errorf("empty log must have empty arrays:\n%s", buf.String())
+	if !strings.Contains(buf.String(), `"results": []`) {
+		t.Errorf("empty log must have an empty results array:\n%s", buf.String())
+	}
+	// Every rule of the run is listed, whether it fired or not.
+	for _, b := range classifiers.Builtins() {
+		if !strings.Contains(buf.String(), `"id": "`+b.ID+`"`) {
+			t.Errorf("rule %s missing from an empty log", b.ID)
+		}
 	}
 }
 
@@ -154,7 +168,7 @@ func TestRuleName(t *testing.T) {
 
 // A File's Commit and EndColumns reach each of its results: the commit in
 // the properties and as the commitSha partial fingerprint, with or
-// without value fingerprints; files without them write neither.
+// without value fingerprints; files without a commit write none.
 func TestWriteSARIFCommit(t *testing.T) {
 	files, p, _ := sarifFixture(t)
 	commit := &Commit{SHA: "0123456789abcdef0123456789abcdef01234567", Author: "Ann Author", Email: "ann@example.net", Date: "2026-01-01T10:00:00+00:00"}
@@ -191,10 +205,9 @@ func TestWriteSARIFCommit(t *testing.T) {
 		withCommit := 0
 		for _, r := range log.Runs[0].Results {
 			pl := r.Locations[0].PhysicalLocation
-			_, hasEnd := pl.Region["endColumn"]
 			if pl.ArtifactLocation.URI != "deploy/env.sh" {
-				if r.Properties != nil || r.PartialFingerprints[CommitFingerprintKey] != "" || hasEnd {
-					t.Errorf("%s carries a commit or an end column", pl.ArtifactLocation.URI)
+				if r.Properties != nil || r.PartialFingerprints[CommitFingerprintKey] != "" {
+					t.Errorf("%s carries a commit", pl.ArtifactLocation.URI)
 				}
 				continue
 			}
@@ -217,5 +230,125 @@ func TestWriteSARIFCommit(t *testing.T) {
           }`) {
 			t.Errorf("properties not written as expected:\n%s", b.String())
 		}
+	}
+}
+
+// TestWriteSARIFSchema validates logs against the SARIF 2.1.0 JSON Schema
+// (testdata/sarif-schema-2.1.0.json, the OASIS schema as published in
+// oasis-tcs/sarif-spec, sarif-2.1/schema/).
+func TestWriteSARIFSchema(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("sarif-schema-2.1.0.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("sarif-schema-2.1.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, p, _ := sarifFixture(t)
+	openai, _ := p.Destination("openai")
+	for _, tt := range []struct {
+		name  string
+		files []File
+		opts  Options
+	}{
+		{"no policy", files, Options{ToolVersion: "v0.0.0-test", Fingerprints: true}},
+		{"destination", files, Options{ToolVersion: "v0.0.0-test", Policy: p, Destination: openai}},
+		{"not scanned", files, Options{Policy: p, NotScanned: []NotScanned{{Path: "a.pdf", Reason: "encrypted"}}, Incomplete: true}},
+		{"empty", nil, Options{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := Write(&buf, tt.files, tt.opts); err != nil {
+				t.Fatal(err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(buf.Bytes()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(inst); err != nil {
+				t.Errorf("SARIF log does not validate: %v", err)
+			}
+		})
+	}
+	// The schema is not vacuous: a region whose endColumn is not a
+	// number fails it.
+	var buf bytes.Buffer
+	if err := Write(&buf, files, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(buf.String(), `"endColumn": `, `"endColumn": "x", "ignored": `, 1)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if schema.Validate(inst) == nil {
+		t.Error("a log with a string endColumn validates")
+	}
+}
+
+// TestWriteSARIFRules: the rules are every rule of the run, fired or not,
+// each with the level the policy gives it, and results point at theirs.
+func TestWriteSARIFRules(t *testing.T) {
+	t.Parallel()
+	files, _, _ := sarifFixture(t)
+	p, err := policies.Parse([]byte(`
+levels: [public, internal, secret]
+classify:
+  - {detectors: ["secret.*"], level: secret}
+  - {detectors: ["pii.email"], level: internal}
+scan:
+  detectors: ["secret.*", "pii.email"]
+custom:
+  - {id: custom.project, keywords: [bluebird], level: secret}
+default: {max_level: public}
+`), "yaml", "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, files, Options{Policy: p}); err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct {
+						ID                   string
+						DefaultConfiguration struct{ Level string }
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(buf.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	levels := map[string]string{}
+	for _, r := range log.Runs[0].Tool.Driver.Rules {
+		levels[r.ID] = r.DefaultConfiguration.Level
+	}
+	for _, id := range p.DetectorIDs() {
+		if _, ok := levels[id]; !ok {
+			t.Errorf("rule %s of the policy is not listed", id)
+		}
+	}
+	for id, want := range map[string]string{"custom.project": "error", "secret.aws_access_key_id": "error", "pii.email": "warning"} {
+		if levels[id] != want {
+			t.Errorf("rule %s: level %q, want %q", id, levels[id], want)
+		}
+	}
+	if _, ok := levels["pii.iban"]; ok {
+		t.Error("a detector the policy does not enable is listed")
 	}
 }
