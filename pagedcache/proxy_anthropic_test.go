@@ -165,7 +165,16 @@ func TestProxyAnthropicPagedCache(t *testing.T) {
 					t.Fatalf("the victim's three clean answers were all empty")
 				}
 				got, err := claudeAsk(ctx, client("sk-ant-mallory-key"), strings.Repeat(" lorem", 3000), 64, stream)
-				rec, ok := ts.Request("4")
+				// The proxy refuses a stream at its first event, while the
+				// server may still be decoding: its record is written when
+				// the server is done.
+				var rec pagedcache.RequestRecord
+				ok := false
+				for deadline := time.Now().Add(10 * time.Second); !ok && time.Now().Before(deadline); {
+					if rec, ok = ts.Request("4"); !ok {
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
 				if !ok {
 					t.Fatalf("the over-capacity request did not reach the server")
 				}
