@@ -79,13 +79,19 @@ func TestWorkflow(t *testing.T) {
 		name string
 		ok   func(s step) bool
 	}{
+		{"install from a pinned checkout, never @latest", func(s step) bool {
+			return strings.Contains(s.Run, "go install ./cmd/aishield") && !strings.Contains(s.Run, "@latest") && s.Env["AISHIELD_REF"] != ""
+		}},
+		{"the repository's scan written with -o (not scanned by itself)", func(s step) bool {
+			return strings.HasPrefix(s.Run, "aishield scan ") && strings.Contains(s.Run, "--format sarif -o aishield.sarif .")
+		}},
 		{"checkout of the whole history", func(s step) bool {
 			return strings.HasPrefix(s.Uses, "actions/checkout@") && s.With["fetch-depth"] == 0
 		}},
 		{"scan git of what the pull request adds, as SARIF", func(s step) bool {
 			return s.If == "github.event_name == 'pull_request'" &&
 				strings.HasPrefix(s.Run, "aishield scan git --since origin/${{ github.base_ref }} ") &&
-				strings.Contains(s.Run, "--format sarif > aishield-pr.sarif") && s.Env["AISHIELD_HASH_KEY"] != ""
+				strings.Contains(s.Run, "--format sarif -o aishield-pr.sarif") && s.Env["AISHIELD_HASH_KEY"] != ""
 		}},
 		{"upload of that SARIF even when the scan fails", func(s step) bool {
 			return strings.HasPrefix(s.Uses, "github/codeql-action/upload-sarif@") && s.With["sarif_file"] == "aishield-pr.sarif" &&
