@@ -87,57 +87,6 @@ func parseDockerfile(src string) ([]dockerInstr, error) {
 	return out, nil
 }
 
-// shellWords splits a shell command line into words, honouring single and
-// double quotes and backslashes (no globbing, no command substitution).
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return nil, errors.New("unterminated single quote")
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == '"':
-			i++
-			for ; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(s[i])
-			}
-			if i >= len(s) {
-				return nil, errors.New("unterminated double quote")
-			}
-			inWord = true
-		case c == '\\':
-			if i+1 < len(s) {
-				i++
-				cur.WriteByte(s[i])
-			}
-			inWord = true
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
 
 var dockerVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
 
@@ -222,7 +171,7 @@ func lintDockerfile(instrs []dockerInstr, proxyPort string) (dockerBuild, []stri
 				cmd = strings.Join(in.exec, " ")
 			}
 			for part := range strings.SplitSeq(cmd, "&&") {
-				words, err := shellWords(part)
+				words, err := splitShellWords(part)
 				if err != nil {
 					bad(in, "RUN: %v", err)
 					continue
@@ -382,14 +331,14 @@ func TestShellWords(t *testing.T) {
 		{"  ", nil},
 	}
 	for _, tt := range tests {
-		got, err := shellWords(tt.in)
+		got, err := splitShellWords(tt.in)
 		if err != nil || !slices.Equal(got, tt.want) {
-			t.Errorf("shellWords(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+			t.Errorf("splitShellWords(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 	for _, in := range []string{`a "b`, `a 'b`} {
-		if _, err := shellWords(in); err == nil {
-			t.Errorf("shellWords(%q) accepted an unterminated quote", in)
+		if _, err := splitShellWords(in); err == nil {
+			t.Errorf("splitShellWords(%q) accepted an unterminated quote", in)
 		}
 	}
 }
@@ -417,7 +366,7 @@ func FuzzParseDockerfile(f *testing.F) {
 		}
 		lintDockerfile(instrs, "8787")
 		for _, in := range instrs {
-			_, _ = shellWords(in.args)
+			_, _ = splitShellWords(in.args)
 		}
 	})
 }
@@ -463,7 +412,7 @@ func TestDockerfile(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range install.FindAllStringSubmatch(string(b), -1) {
-			words, err := shellWords(m[1])
+			words, err := splitShellWords(m[1])
 			if err != nil {
 				t.Errorf("%s: go install %s: %v", doc, m[1], err)
 				continue

@@ -191,25 +191,10 @@ func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPoli
 	if len(args) == 0 {
 		return withCode(2, errors.New("scan: give at least one PATH, or - for standard input"))
 	}
-	if err := sp.resolve(cmd); err != nil {
-		return withCode(2, err)
-	}
-	if err := sp.setup(cmd.Context()); err != nil {
-		return withCode(2, err)
-	}
-	sc, err := sp.scanner(format)
+	sc, err := sp.prepare(cmd, format, &sopts)
 	if err != nil {
-		return withCode(2, err)
+		return err
 	}
-	if sopts.baselinePath != "" {
-		if !sp.keyed {
-			return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
-		}
-		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
-			return withCode(2, err)
-		}
-	}
-	sopts.keyed = sp.keyed
 	sopts.endColumns = format == "sarif"
 	if rf, ok := w.(*reportFile); ok {
 		if st, err := rf.Stat(); err == nil {
@@ -253,6 +238,39 @@ func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPoli
 	if rep.Interrupted {
 		return withCode(2, errors.New("scan interrupted: the report is incomplete"))
 	}
+	return sp.exit(rep, of, allowUnscanned, "file(s) could not be scanned")
+}
+
+// prepare resolves and loads the scan's policy, builds its scanner for
+// format and loads --baseline-path into sopts; its errors carry exit 2.
+func (sp *scanPolicy) prepare(cmd *cobra.Command, format string, sopts *scanOptions) (*classifiers.Scanner, error) {
+	if err := sp.resolve(cmd); err != nil {
+		return nil, withCode(2, err)
+	}
+	if err := sp.setup(cmd.Context()); err != nil {
+		return nil, withCode(2, err)
+	}
+	sc, err := sp.scanner(format)
+	if err != nil {
+		return nil, withCode(2, err)
+	}
+	if sopts.baselinePath != "" {
+		if !sp.keyed {
+			return nil, withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
+		}
+		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
+			return nil, withCode(2, err)
+		}
+	}
+	sopts.keyed = sp.keyed
+	return sc, nil
+}
+
+// exit is the status of a scan whose report was written: 2 when an input
+// could not be read, --exit-code when it fails on its findings, or when
+// inputs could not be scanned (unscanned says what) in a gated run without
+// --allow-unscanned.
+func (sp *scanPolicy) exit(rep *scanReport, of *outputFlags, allowUnscanned bool, unscanned string) error {
 	if rep.Errors > 0 {
 		return withCode(2, nil)
 	}
@@ -260,7 +278,7 @@ func runScanCmd(cmd *cobra.Command, args []string, of *outputFlags, sp *scanPoli
 		return of.fail(nil)
 	}
 	if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
-		return of.fail(fmt.Errorf("%d file(s) could not be scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
+		return of.fail(fmt.Errorf("%d %s (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n, unscanned))
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -102,25 +101,10 @@ func runScanGit(cmd *cobra.Command, gopts gitScanOptions, of *outputFlags, sp *s
 	if err != nil {
 		return withCode(2, err)
 	}
-	if err := sp.resolve(cmd); err != nil {
-		return withCode(2, err)
-	}
-	if err := sp.setup(cmd.Context()); err != nil {
-		return withCode(2, err)
-	}
-	sc, err := sp.scanner(format)
+	sc, err := sp.prepare(cmd, format, &sopts)
 	if err != nil {
-		return withCode(2, err)
+		return err
 	}
-	if sopts.baselinePath != "" {
-		if !sp.keyed {
-			return withCode(2, fmt.Errorf("--baseline-path needs %s set to the secret key the baseline was written with: without it fingerprints change every run", hashKeyEnv))
-		}
-		if sopts.baseline, err = loadBaseline(sopts.baselinePath); err != nil {
-			return withCode(2, err)
-		}
-	}
-	sopts.keyed = sp.keyed
 	root, err := gitTopLevel(cmd.Context(), gopts.dir)
 	if err != nil {
 		return withCode(2, err)
@@ -169,16 +153,7 @@ func runScanGit(cmd *cobra.Command, gopts gitScanOptions, of *outputFlags, sp *s
 	if runErr != nil {
 		return withCode(2, fmt.Errorf("scan git: %w (the report is incomplete)", runErr))
 	}
-	if rep.Errors > 0 {
-		return withCode(2, nil)
-	}
-	if sp.fails(rep) {
-		return of.fail(nil)
-	}
-	if n := rep.unreadable(); n > 0 && sp.gates() && !allowUnscanned {
-		return of.fail(fmt.Errorf("%d file diff(s) were not wholly scanned (listed as not scanned): the run fails under --fail-on and --destination; --allow-unscanned lets them pass", n))
-	}
-	return nil
+	return sp.exit(rep, of, allowUnscanned, "file diff(s) were not wholly scanned")
 }
 
 // gitRefusedOptions are git log options that change the output the
@@ -356,27 +331,11 @@ func gitTopLevel(ctx context.Context, dir string) (string, error) {
 // gitIgnoreRules compiles the repository's .aishieldignore and the
 // --ignore-file patterns.
 func gitIgnoreRules(root, ignoreFile string) (*ignoreMatcher, error) {
-	own := filepath.Join(root, ignoreFileName)
-	text, err := readIgnore(own, true)
+	extra, err := ignoreFileRules(ignoreFile)
 	if err != nil {
 		return nil, err
 	}
-	m, err := parseIgnore(own, text)
-	if err != nil {
-		return nil, err
-	}
-	if ignoreFile != "" {
-		text, err := readIgnore(ignoreFile, false)
-		if err != nil {
-			return nil, err
-		}
-		extra, err := parseIgnore(ignoreFile, text)
-		if err != nil {
-			return nil, err
-		}
-		m.rules = append(m.rules, extra.rules...)
-	}
-	return m, nil
+	return rootIgnore(root, extra)
 }
 
 // gitScan is one run of "scan git".
@@ -600,19 +559,7 @@ func (t *gitTextSink) finish(rep *scanReport) error {
 	if n := len(rep.NotScanned); n > 0 {
 		summary += fmt.Sprintf(" (%d not scanned, listed above)", n)
 	}
-	if rep.Inline+rep.Baselined > 0 {
-		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
-	}
-	if rep.Ignored > 0 {
-		summary += fmt.Sprintf(" (%d ignored: %s, --ignore-file)", rep.Ignored, ignoreFileName)
-	}
-	switch {
-	case rep.Interrupted:
-		summary = "incomplete, interrupted: " + summary
-	case rep.Errors > 0:
-		summary = fmt.Sprintf("incomplete, %d file diff(s) could not be scanned: %s", rep.Errors, summary)
-	}
-	_, err := fmt.Fprintln(t.w, summary)
+	_, err := fmt.Fprintln(t.w, summaryEnd(rep, summary, "file diff(s) could not be scanned"))
 	return err
 }
 

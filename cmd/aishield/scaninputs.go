@@ -72,6 +72,12 @@ func readIgnore(path string, optional bool) (string, error) {
 // matcherFor compiles the ignore rules of root: its .aishieldignore,
 // then the --ignore-file patterns.
 func (w *walker) matcherFor(root string) (*ignoreMatcher, error) {
+	return rootIgnore(root, w.extra)
+}
+
+// rootIgnore compiles root's .aishieldignore followed by the rules of
+// extra (nil: none).
+func rootIgnore(root string, extra *ignoreMatcher) (*ignoreMatcher, error) {
 	own := filepath.Join(root, ignoreFileName)
 	text, err := readIgnore(own, true)
 	if err != nil {
@@ -81,10 +87,22 @@ func (w *walker) matcherFor(root string) (*ignoreMatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w.extra != nil {
-		m.rules = append(m.rules, w.extra.rules...)
+	if extra != nil {
+		m.rules = append(m.rules, extra.rules...)
 	}
 	return m, nil
+}
+
+// ignoreFileRules compiles the --ignore-file at path; nil when path is "".
+func ignoreFileRules(path string) (*ignoreMatcher, error) {
+	if path == "" {
+		return nil, nil
+	}
+	text, err := readIgnore(path, false)
+	if err != nil {
+		return nil, err
+	}
+	return parseIgnore(path, text)
 }
 
 // scanInputs turns the command line into the inputs of a scan, in order.
@@ -104,15 +122,10 @@ func (w *walker) matcherFor(root string) (*ignoreMatcher, error) {
 // file that cannot be read or parsed is an input error.
 func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []scanInput, skipped []notScanned, ignored, errs int) {
 	w := &walker{follow: opts.follow, errOut: errOut, exclude: opts.exclude}
-	if opts.ignoreFile != "" {
-		text, err := readIgnore(opts.ignoreFile, false)
-		if err == nil {
-			w.extra, err = parseIgnore(opts.ignoreFile, text)
-		}
-		if err != nil {
-			w.fail(err)
-			return nil, nil, 0, w.errs
-		}
+	var err error
+	if w.extra, err = ignoreFileRules(opts.ignoreFile); err != nil {
+		w.fail(err)
+		return nil, nil, 0, w.errs
 	}
 	var cwdRules *ignoreMatcher
 	cwdLoaded := false

@@ -206,6 +206,13 @@ func scanSummary(rep *scanReport, n, withFindings int) string {
 	if o := len(rep.NotScanned) - rep.unreadable(); o > 0 {
 		summary += fmt.Sprintf(" (%d not scanned: not regular files, listed above)", o)
 	}
+	return summaryEnd(rep, summary, "input(s) could not be read")
+}
+
+// summaryEnd completes a summary line: what was suppressed and ignored,
+// and, first, whether the scan is incomplete (errors says what the
+// report's Errors counted).
+func summaryEnd(rep *scanReport, summary, errors string) string {
 	if rep.Inline+rep.Baselined > 0 {
 		summary += fmt.Sprintf(" (%d suppressed: %d by %s, %d by the baseline)", rep.Inline+rep.Baselined, rep.Inline, allowMarker, rep.Baselined)
 	}
@@ -216,7 +223,7 @@ func scanSummary(rep *scanReport, n, withFindings int) string {
 	case rep.Interrupted:
 		summary = "incomplete, interrupted: " + summary
 	case rep.Errors > 0:
-		summary = fmt.Sprintf("incomplete, %d input(s) could not be read: %s", rep.Errors, summary)
+		summary = fmt.Sprintf("incomplete, %d %s: %s", rep.Errors, errors, summary)
 	}
 	return summary
 }
