@@ -87,7 +87,6 @@ func parseDockerfile(src string) ([]dockerInstr, error) {
 	return out, nil
 }
 
-
 var dockerVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
 
 // expandVars replaces $NAME and ${NAME} with vars[NAME] ("" when unset).
