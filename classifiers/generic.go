@@ -532,12 +532,52 @@ func hasVowel(w []byte) bool {
 // maskedValue reports values that show where a secret goes without one:
 // runs of x or *, an ellipsis, <...> or printf verbs.
 func maskedValue(v []byte) bool {
-	var lb [genericValueMax]byte
-	l := asciiLowerBytes(lb[:0], v)
-	return bytes.Contains(l, []byte("xxxx")) || bytes.Contains(v, []byte("***")) || bytes.Contains(v, []byte("...")) ||
-		bytes.Contains(v, []byte("…")) || bytes.Contains(v, []byte("•••")) ||
-		(bytes.IndexByte(v, '<') >= 0 && bytes.IndexByte(v, '>') > bytes.IndexByte(v, '<')) ||
-		bytes.Contains(v, []byte("%s")) || bytes.Contains(v, []byte("%d")) || bytes.Contains(v, []byte("%v"))
+	// One pass: runs of x (either case), '*' and '.', "…" and "•••", a
+	// '<' before the first '>', and '%' before s, d or v.
+	xs, stars, dots := 0, 0, 0
+	lt, gt := false, false // a '<' seen; the first '>' seen
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c|0x20 == 'x' {
+			if xs++; xs == 4 {
+				return true
+			}
+			continue
+		}
+		xs = 0
+		if c == '*' {
+			if stars++; stars == 3 {
+				return true
+			}
+			continue
+		}
+		stars = 0
+		if c == '.' {
+			if dots++; dots == 3 {
+				return true
+			}
+			continue
+		}
+		dots = 0
+		switch c {
+		case '<':
+			lt = true
+		case '>':
+			if !gt && lt {
+				return true
+			}
+			gt = true
+		case '%':
+			if i+1 < len(v) && (v[i+1] == 's' || v[i+1] == 'd' || v[i+1] == 'v') {
+				return true
+			}
+		case 0xE2:
+			if bytes.HasPrefix(v[i:], []byte("…")) || bytes.HasPrefix(v[i:], []byte("•••")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genericValueOK is the value model: long enough, not code, not a

@@ -336,6 +336,20 @@ var nameWords = func() map[string]nameKind {
 	return m
 }()
 
+// The word maps of the name detector as wordTables, for the scan's
+// lookups (read only).
+var (
+	nameWordTable     = newWordTable(nameWords)
+	nameFieldTable    = newWordTable(nameFields)
+	nameLabelTable    = newWordTable(nameLabels)
+	nameCueTable      = newWordTable(nameCues)
+	nameClosingTable  = newWordTable(nameClosings)
+	nameVerbTable     = newWordTable(nameVerbs)
+	nameParticleTable = newWordTable(nameParticles)
+	namePlaceTable    = newWordTable(namePlaces)
+	reservedNameTable = newWordTable(reservedNames)
+)
+
 // nameFilter has bit nameKey(w) set for every ASCII given name, surname
 // and title w: a capitalised word whose bit is clear is passed over
 // without being read or looked up, unless nameMaybe says it may still
@@ -430,12 +444,12 @@ func afterNameField(text []byte, i int) bool {
 		return false
 	}
 	var buf [40]byte
-	if nameFields[string(lowerName(buf[:0], text[k:j]))] {
+	if nameFieldTable.at(lowerName(buf[:0], text[k:j])) {
 		return true
 	}
 	if k >= 2 && text[k-1] == ' ' {
 		if k2 := lettersBefore(text, k-1, 16); k2 < k-1 {
-			return nameFields[string(lowerName(buf[:0], text[k2:j]))]
+			return nameFieldTable.at(lowerName(buf[:0], text[k2:j]))
 		}
 	}
 	return false
@@ -477,7 +491,7 @@ func nameLabelBefore(text []byte, start int) bool {
 		for e < len(win) && nameLetter(win[e]) {
 			e++
 		}
-		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabels[string(win[k:e])] {
+		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabelTable.at(win[k:e]) {
 			return true
 		}
 		k = e
@@ -636,10 +650,10 @@ func letterRune(b []byte) bool {
 // is a given name when its first part is: Jean-Pierre, Anne-Sophie).
 func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 	low := lowerName(buf[:0], text[w.start:w.end])
-	k := nameWords[string(low)]
+	k := nameWordTable.at(low)
 	if k == nameNone {
 		if h := strings.IndexByte(string(low), '-'); h > 0 {
-			if nameWords[string(low[:h])] == nameGiven {
+			if nameWordTable.at(low[:h]) == nameGiven {
 				return nameGiven
 			}
 		}
@@ -946,13 +960,13 @@ func nameCueBefore(text []byte, i int) nameCue {
 		return cueNone
 	}
 	var buf [40]byte
-	c := nameCues[string(lowerName(buf[:0], text[k:j]))]
+	c := nameCueTable.at(lowerName(buf[:0], text[k:j]))
 	ps := k // where the cue phrase starts
 	if c == cuePrev {
 		c = cueGiven
 		if k >= 2 && text[k-1] == ' ' {
 			if k0 := lettersBefore(text, k-1, 16); k0 < k-1 && (k0 == 0 || !nameLetter(text[k0-1])) {
-				if c2 := nameCues[string(lowerName(buf[:0], text[k0:j]))]; c2 != cueNone {
+				if c2 := nameCueTable.at(lowerName(buf[:0], text[k0:j])); c2 != cueNone {
 					c, ps = c2, k0
 				}
 			}
@@ -1050,7 +1064,7 @@ func nameSignature(text []byte, nl int) nameCue {
 		return cueNone
 	}
 	var buf [40]byte
-	if nameClosings[string(lowerName(buf[:0], text[k:e]))] {
+	if nameClosingTable.at(lowerName(buf[:0], text[k:e])) {
 		return cueStrong
 	}
 	return cueNone
@@ -1090,7 +1104,7 @@ func personAfter(text []byte, e int) bool {
 	if k == 1 || !nameVerbBloom.has(rest[1:k]) {
 		return false
 	}
-	return nameVerbs[string(rest[1:k])]
+	return nameVerbTable.at(rest[1:k])
 }
 
 // loneWord reports whether w, a word in no list, may be a name alone
@@ -1164,7 +1178,7 @@ func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
 				}
 				return nameWord{start: from, end: w.end, upper: true}, true
 			}
-			if !nameParticles[string(text[w.start:w.end])] {
+			if !nameParticleTable.at(text[w.start:w.end]) {
 				return nameWord{}, false
 			}
 			if from < 0 {
@@ -1330,7 +1344,7 @@ func afterPlaceWord(text []byte, start int) bool {
 		return false
 	}
 	var buf [32]byte
-	return namePlaces[string(lowerName(buf[:0], text[k:j]))]
+	return namePlaceTable.at(lowerName(buf[:0], text[k:j]))
 }
 
 // emitName records text[start:end] as a name: normalised to lower case
@@ -1361,7 +1375,7 @@ func (st *scanState) emitName(d *detector, start, end int, conf float64) {
 	}
 	var low [192]byte
 	key := lowerName(low[:0], norm)
-	if !st.s.includeReserved && reservedNames[string(key)] {
+	if !st.s.includeReserved && reservedNameTable.at(key) {
 		return
 	}
 	if nameLabelBefore(st.text, start) {

@@ -435,6 +435,14 @@ func phoneExtension(text []byte, hi int) int {
 	for i < len(text) && i-hi < 2 && text[i] == ' ' {
 		i++
 	}
+	if i == len(text) {
+		return hi
+	}
+	switch text[i] | 0x20 { // the first letters of the words below
+	case 'x', 'e', 'p':
+	default:
+		return hi
+	}
 	k := i
 	for k < len(text) && k-i < 9 && isAlpha(text[k]) {
 		k++
