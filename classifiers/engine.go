@@ -72,10 +72,10 @@ type scanState struct {
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
-	mac    *keyedHash     // HMAC-SHA256 keyed with Scanner.key
-	norms  []byte         // normalised values of out, hashed at the end
-	norm   []byte         // emitString's copy of its string
-	phones phoneTable     // this chunk's phone validations
+	mac    *keyedHash  // HMAC-SHA256 keyed with Scanner.key
+	norms  []byte      // normalised values of out, hashed at the end
+	norm   []byte      // emitString's copy of its string
+	phones phoneTable  // this chunk's phone validations
 	hcache []hashEntry // hashed values (hashNorm); a power of two long
 	hgen   uint32      // hcache's entries of this chunk carry it
 }
