@@ -480,8 +480,7 @@ func nameDetector() *detector {
 // the 24 bytes before text[start] (ASCII case-insensitive).
 func nameLabelBefore(text []byte, start int) bool {
 	lo := max(0, start-24)
-	var buf [24]byte
-	win := asciiLowerBytes(buf[:0], text[lo:start])
+	win := text[lo:start]
 	for k := 0; k < len(win); {
 		if !nameLetter(win[k]) {
 			k++
@@ -491,8 +490,11 @@ func nameLabelBefore(text []byte, start int) bool {
 		for e < len(win) && nameLetter(win[e]) {
 			e++
 		}
-		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabelTable.at(win[k:e]) {
-			return true
+		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabelBloom.has(win[k:e]) {
+			var buf [24]byte
+			if nameLabelTable.at(asciiLowerBytes(buf[:0], win[k:e])) {
+				return true
+			}
 		}
 		k = e
 	}
@@ -877,8 +879,8 @@ func (t *wordBloom) has(w []byte) bool {
 	return t[h>>6]&(1<<(h&63)) != 0
 }
 
-// Filters of nameCues, of its strong cues and greetings, and of nameVerbs
-// (read only).
+// Filters of nameCues, of its strong cues and greetings, of nameVerbs and
+// of nameLabels (read only).
 var (
 	nameCueBloom    = newWordBloom(nameCues)
 	nameStrongBloom = func() *wordBloom {
@@ -890,7 +892,8 @@ var (
 		}
 		return newWordBloom(m)
 	}()
-	nameVerbBloom = newWordBloom(nameVerbs)
+	nameVerbBloom  = newWordBloom(nameVerbs)
+	nameLabelBloom = newWordBloom(nameLabels)
 )
 
 // mayStrongCue is a quick test before nameCueBefore(text, i) ==
