@@ -459,6 +459,9 @@ func identLike(v []byte) bool {
 // memberPath reports a bare value that is a member access or a qualified
 // name: names joined by '.' or "?." (hs.session.secret, line_js_1.x).
 func memberPath(v []byte) bool {
+	if bytes.IndexByte(v, '.') < 0 {
+		return false // one part
+	}
 	parts := 0
 	for p := range bytes.SplitSeq(v, []byte(".")) {
 		if !identLike(bytes.TrimSuffix(p, []byte("?"))) {
@@ -494,15 +497,20 @@ func namesItself(text []byte, r genericRead, val []byte) bool {
 	if len(val) > len(vb) {
 		return false
 	}
+	key := text[r.ks:r.ke]
+	for len(key) > 0 && (key[0] == '_' || key[0] == '-' || key[0] == '.' || key[0] == '$') {
+		key = key[1:] // bytes.TrimLeft(key, "_-.$") without building its set
+	}
+	kw := text[r.kwLo:r.kwHi]
+	keyIn, kwIn := len(key) >= 5 && len(key) <= len(val), len(kw) >= 5 && len(kw) <= len(val)
+	if !keyIn && !kwIn {
+		return false // neither fits in the value
+	}
 	lv := asciiLowerBytes(vb[:0], val)
-	key := bytes.TrimLeft(text[r.ks:r.ke], "_-.$")
-	if lk := asciiLowerBytes(kb[:0], key); len(lk) >= 5 && bytes.Contains(lv, lk) {
+	if keyIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], key)) {
 		return true
 	}
-	if kw := text[r.kwLo:r.kwHi]; len(kw) >= 5 && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw)) {
-		return true
-	}
-	return false
+	return kwIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw))
 }
 
 // jenkinsSecret reports a Jenkins encrypted secret, {base64}, whose braces
