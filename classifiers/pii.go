@@ -1140,6 +1140,15 @@ func standardBlock(text []byte, hi int, a netip.Addr) bool {
 // ipv4Ranges reports the dotted quads of c whose address want accepts.
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
+	dots := 0 // an address needs three
+	for g := 0; g+1 < len(c.groups); g++ {
+		if c.seps[g] == '.' {
+			dots++
+		}
+	}
+	if dots < 3 {
+		return
+	}
 	for a := 0; a+3 < len(c.groups); a++ {
 		if a > 0 && c.seps[a-1] == '.' {
 			continue
