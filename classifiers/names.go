@@ -3,6 +3,7 @@ package classifiers
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -666,17 +667,21 @@ func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 // lowerName lower-cases ASCII and Latin-1 upper-case letters and drops a
 // trailing period.
 func lowerName(dst, v []byte) []byte {
+	// Each byte maps to one byte: the result is written in place.
+	d := len(dst)
+	dst = slices.Grow(dst, len(v))[:d+len(v)]
+	out := dst[d:]
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case isUpper(c):
 			c += 0x20
 		case c == 0xC3 && i+1 < len(v) && v[i+1] >= 0x80 && v[i+1] < 0x9F && v[i+1] != 0x97:
-			dst = append(dst, c, v[i+1]+0x20)
+			out[i], out[i+1] = c, v[i+1]+0x20
 			i++
 			continue
 		}
-		dst = append(dst, c)
+		out[i] = c
 	}
 	if n := len(dst); n > 0 && dst[n-1] == '.' {
 		dst = dst[:n-1]

@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -39,6 +40,50 @@ func FuzzWordTable(f *testing.F) {
 		}
 		if got, want := cues.at([]byte(w)), nameCues[w]; got != want {
 			t.Fatalf("nameCues table: %v, map: %v", got, want)
+		}
+	})
+}
+
+// lowerNameSpec is lowerName's definition, appended byte by byte.
+func lowerNameSpec(dst, v []byte) []byte {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case isUpper(c):
+			c += 0x20
+		case c == 0xC3 && i+1 < len(v) && v[i+1] >= 0x80 && v[i+1] < 0x9F && v[i+1] != 0x97:
+			dst = append(dst, c, v[i+1]+0x20)
+			i++
+			continue
+		}
+		dst = append(dst, c)
+	}
+	if n := len(dst); n > 0 && dst[n-1] == '.' {
+		dst = dst[:n-1]
+	}
+	return dst
+}
+
+func TestLowerName(t *testing.T) {
+	for _, tc := range []struct{ v, want string }{
+		{"Renaud", "renaud"}, {"ÉLODIE", "élodie"}, {"M.", "m"}, {"O'NEIL", "o'neil"},
+		{"Müller", "müller"}, {"A×B", "a×b"}, {"\xc3", "\xc3"}, {"", ""}, {"..", "."},
+	} {
+		got := string(lowerName(nil, []byte(tc.v)))
+		if got != tc.want || got != string(lowerNameSpec(nil, []byte(tc.v))) {
+			t.Errorf("lowerName(%q) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}
+
+func FuzzLowerName(f *testing.F) {
+	for _, s := range []string{"Renaud", "ÉLODIE.", "\xc3\x97", "Ÿ", "a.", ""} {
+		f.Add([]byte("x."), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, dst, v []byte) {
+		got := lowerName(bytes.Clone(dst), v)
+		if want := lowerNameSpec(bytes.Clone(dst), v); !bytes.Equal(got, want) {
+			t.Fatalf("lowerName(%q, %q) = %q, its definition gives %q", dst, v, got, want)
 		}
 	})
 }
