@@ -290,12 +290,13 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 	}
 	lo := i
 	for i < n && i-lo <= genericValueMax {
-		b := text[i]
-		if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' || b == ']' || b == '<' || b == '>' || (url && (b == '&' || b == '#')) {
-			break
-		}
-		if b == '(' || b == '[' || b == '{' {
-			return r // a call, an index expression or a composite literal
+		if k := valueStop[text[i]]; k != 0 {
+			if k&stopEnd != 0 || url && k&stopURL != 0 {
+				break
+			}
+			if k&stopOpen != 0 {
+				return r // a call, an index expression or a composite literal
+			}
 		}
 		i++
 	}
@@ -325,6 +326,27 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 	r.open = r.open || i >= n
 	return r
 }
+
+// valueStop says how readValue treats a byte of a bare value: stopEnd
+// ends it (white space and controls, , ; " ' } ) ] < >), stopURL ends it
+// in a URL query (& #), stopOpen makes it code (( [ {); 0 goes on.
+var valueStop = func() (t [256]uint8) {
+	for c := 0; c <= ' '; c++ {
+		t[c] = stopEnd
+	}
+	for _, c := range []byte(",;\"'})]<>") {
+		t[c] = stopEnd
+	}
+	t['&'], t['#'] = stopURL, stopURL
+	t['('], t['['], t['{'] = stopOpen, stopOpen, stopOpen
+	return t
+}()
+
+const (
+	stopEnd = 1 << iota
+	stopURL
+	stopOpen
+)
 
 // readValueUntil reads a value ending at byte q (or a newline) from
 // text[i]; a backslash escapes the next byte.
