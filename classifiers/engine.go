@@ -72,11 +72,12 @@ type scanState struct {
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
-	mac    *keyedHash     // HMAC-SHA256 keyed with Scanner.key
-	norms  []byte         // normalised values of out, hashed at the end
-	norm   []byte         // emitString's copy of its string
-	phones phoneTable     // this chunk's phone validations
-	hcache [512]hashEntry // recent hashed values (hashNorm)
+	mac    *keyedHash  // HMAC-SHA256 keyed with Scanner.key
+	norms  []byte      // normalised values of out, hashed at the end
+	norm   []byte      // emitString's copy of its string
+	phones phoneTable  // this chunk's phone validations
+	hcache []hashEntry // hashed values (hashNorm); a power of two long
+	hgen   uint32      // hcache's entries of this chunk carry it
 }
 
 // rawFinding is a finding while its chunk is scanned: 40 bytes instead of a
@@ -367,6 +368,7 @@ func (s *Scanner) finishChunk(st *scanState, text []byte, acceptLo, acceptHi int
 		return nil, st.err
 	}
 	st.arena = slices.Grow(st.arena, n*2*hashBytes)
+	st.growHashCache(n)
 	for i := range raw {
 		if r := &raw[i]; int(r.start) >= acceptLo && int(r.start) < acceptHi {
 			r.hAt = st.hashNorm(r)
@@ -414,7 +416,7 @@ func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi 
 	if st == nil {
 		st = &scanState{s: s, windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
 			custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
-			mac: newKeyedHash(s.key)}
+			mac: newKeyedHash(s.key), hgen: 1}
 	}
 	st.ctx, st.text, st.acceptLo, st.acceptHi = ctx, text, acceptLo, acceptHi
 	return st
@@ -436,7 +438,12 @@ func (s *Scanner) putState(st *scanState) {
 	st.hits = st.hits[:0]
 	st.genericLo, st.genericTo = 0, 0
 	st.out, st.arena, st.norms = st.out[:0], st.arena[:0], st.norms[:0]
-	st.hcache = [len(st.hcache)]hashEntry{}
+	// The hash cache is emptied by moving to the next generation (its
+	// entries are not cleared: a small input does not pay for the table).
+	if st.hgen++; st.hgen == 0 {
+		clear(st.hcache)
+		st.hgen = 1
+	}
 	st.phones.reset()
 	s.states.Put(st)
 }
@@ -695,14 +702,14 @@ func (st *scanState) emit(who int, start, end int, conf float64, norm []byte, ma
 // for byte, reuses their hash.
 func (st *scanState) hashNorm(r *rawFinding) int32 {
 	v := st.norms[r.nLo:r.nHi]
-	e := &st.hcache[slotKey(v)%uint32(len(st.hcache))]
-	if e.at > 0 && string(st.norms[e.nLo:e.nHi]) == string(v) {
-		return e.at - 1
+	e := &st.hcache[slotKey(v)&uint32(len(st.hcache)-1)]
+	if e.gen == st.hgen && string(st.norms[e.nLo:e.nHi]) == string(v) {
+		return e.at
 	}
 	at := int32(len(st.arena))
 	sum := st.mac.Sum(v)
 	st.arena = appendHex(st.arena, sum[:hashBytes])
-	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at + 1}
+	*e = hashEntry{nLo: r.nLo, nHi: r.nHi, at: at, gen: st.hgen}
 	return at
 }
 
@@ -758,9 +765,27 @@ func slotKey(v []byte) uint32 {
 	return uint32(h >> 32)
 }
 
-// hashEntry caches the hash of norms[nLo:nHi] at arena offset at-1 (0 is
-// an empty entry).
-type hashEntry struct{ nLo, nHi, at int32 }
+// hashEntry caches the hash of norms[nLo:nHi] at arena offset at, for the
+// chunk whose generation is gen (scanState.hgen; 0 is never one).
+type hashEntry struct {
+	nLo, nHi, at int32
+	gen          uint32
+}
+
+// growHashCache makes the hash cache at least twice as long as the n
+// values about to be hashed (within bounds), so that a value met again in
+// the chunk finds its hash (a collision only costs a hash): small inputs
+// get a small table, a dense 1 MiB chunk one of 16,384 slots.
+func (st *scanState) growHashCache(n int) {
+	const lo, hi = 64, 1 << 14
+	want := lo
+	for want < 2*n && want < hi {
+		want *= 2
+	}
+	if len(st.hcache) < want {
+		st.hcache = make([]hashEntry, want) // generation 0: empty
+	}
+}
 
 // emitString is emit with a normalised value held in a string.
 func (st *scanState) emitString(who int, start, end int, conf float64, norm string, mask maskFunc) {

@@ -290,12 +290,13 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 	}
 	lo := i
 	for i < n && i-lo <= genericValueMax {
-		b := text[i]
-		if b <= ' ' || b == ',' || b == ';' || b == '"' || b == '\'' || b == '}' || b == ')' || b == ']' || b == '<' || b == '>' || (url && (b == '&' || b == '#')) {
-			break
-		}
-		if b == '(' || b == '[' || b == '{' {
-			return r // a call, an index expression or a composite literal
+		if k := valueStop[text[i]]; k != 0 {
+			if k&stopEnd != 0 || url && k&stopURL != 0 {
+				break
+			}
+			if k&stopOpen != 0 {
+				return r // a call, an index expression or a composite literal
+			}
 		}
 		i++
 	}
@@ -325,6 +326,27 @@ func readValue(text []byte, i int, url bool, r genericRead) genericRead {
 	r.open = r.open || i >= n
 	return r
 }
+
+// valueStop says how readValue treats a byte of a bare value: stopEnd
+// ends it (white space and controls, , ; " ' } ) ] < >), stopURL ends it
+// in a URL query (& #), stopOpen makes it code (( [ {); 0 goes on.
+var valueStop = func() (t [256]uint8) {
+	for c := 0; c <= ' '; c++ {
+		t[c] = stopEnd
+	}
+	for _, c := range []byte(",;\"'})]<>") {
+		t[c] = stopEnd
+	}
+	t['&'], t['#'] = stopURL, stopURL
+	t['('], t['['], t['{'] = stopOpen, stopOpen, stopOpen
+	return t
+}()
+
+const (
+	stopEnd = 1 << iota
+	stopURL
+	stopOpen
+)
 
 // readValueUntil reads a value ending at byte q (or a newline) from
 // text[i]; a backslash escapes the next byte.
@@ -459,6 +481,9 @@ func identLike(v []byte) bool {
 // memberPath reports a bare value that is a member access or a qualified
 // name: names joined by '.' or "?." (hs.session.secret, line_js_1.x).
 func memberPath(v []byte) bool {
+	if bytes.IndexByte(v, '.') < 0 {
+		return false // one part
+	}
 	parts := 0
 	for p := range bytes.SplitSeq(v, []byte(".")) {
 		if !identLike(bytes.TrimSuffix(p, []byte("?"))) {
@@ -494,15 +519,20 @@ func namesItself(text []byte, r genericRead, val []byte) bool {
 	if len(val) > len(vb) {
 		return false
 	}
+	key := text[r.ks:r.ke]
+	for len(key) > 0 && (key[0] == '_' || key[0] == '-' || key[0] == '.' || key[0] == '$') {
+		key = key[1:] // bytes.TrimLeft(key, "_-.$") without building its set
+	}
+	kw := text[r.kwLo:r.kwHi]
+	keyIn, kwIn := len(key) >= 5 && len(key) <= len(val), len(kw) >= 5 && len(kw) <= len(val)
+	if !keyIn && !kwIn {
+		return false // neither fits in the value
+	}
 	lv := asciiLowerBytes(vb[:0], val)
-	key := bytes.TrimLeft(text[r.ks:r.ke], "_-.$")
-	if lk := asciiLowerBytes(kb[:0], key); len(lk) >= 5 && bytes.Contains(lv, lk) {
+	if keyIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], key)) {
 		return true
 	}
-	if kw := text[r.kwLo:r.kwHi]; len(kw) >= 5 && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw)) {
-		return true
-	}
-	return false
+	return kwIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw))
 }
 
 // jenkinsSecret reports a Jenkins encrypted secret, {base64}, whose braces
@@ -532,12 +562,52 @@ func hasVowel(w []byte) bool {
 // maskedValue reports values that show where a secret goes without one:
 // runs of x or *, an ellipsis, <...> or printf verbs.
 func maskedValue(v []byte) bool {
-	var lb [genericValueMax]byte
-	l := asciiLowerBytes(lb[:0], v)
-	return bytes.Contains(l, []byte("xxxx")) || bytes.Contains(v, []byte("***")) || bytes.Contains(v, []byte("...")) ||
-		bytes.Contains(v, []byte("…")) || bytes.Contains(v, []byte("•••")) ||
-		(bytes.IndexByte(v, '<') >= 0 && bytes.IndexByte(v, '>') > bytes.IndexByte(v, '<')) ||
-		bytes.Contains(v, []byte("%s")) || bytes.Contains(v, []byte("%d")) || bytes.Contains(v, []byte("%v"))
+	// One pass: runs of x (either case), '*' and '.', "…" and "•••", a
+	// '<' before the first '>', and '%' before s, d or v.
+	xs, stars, dots := 0, 0, 0
+	lt, gt := false, false // a '<' seen; the first '>' seen
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c|0x20 == 'x' {
+			if xs++; xs == 4 {
+				return true
+			}
+			continue
+		}
+		xs = 0
+		if c == '*' {
+			if stars++; stars == 3 {
+				return true
+			}
+			continue
+		}
+		stars = 0
+		if c == '.' {
+			if dots++; dots == 3 {
+				return true
+			}
+			continue
+		}
+		dots = 0
+		switch c {
+		case '<':
+			lt = true
+		case '>':
+			if !gt && lt {
+				return true
+			}
+			gt = true
+		case '%':
+			if i+1 < len(v) && (v[i+1] == 's' || v[i+1] == 'd' || v[i+1] == 'v') {
+				return true
+			}
+		case 0xE2:
+			if bytes.HasPrefix(v[i:], []byte("…")) || bytes.HasPrefix(v[i:], []byte("•••")) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // genericValueOK is the value model: long enough, not code, not a

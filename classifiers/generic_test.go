@@ -400,3 +400,40 @@ func gunzip(b []byte) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(zr, 16<<20))
 }
+
+// maskedValueSpec is maskedValue's definition, one search per mask shape.
+func maskedValueSpec(v []byte) bool {
+	l := asciiLowerBytes(nil, v)
+	return bytes.Contains(l, []byte("xxxx")) || bytes.Contains(v, []byte("***")) || bytes.Contains(v, []byte("...")) ||
+		bytes.Contains(v, []byte("…")) || bytes.Contains(v, []byte("•••")) ||
+		(bytes.IndexByte(v, '<') >= 0 && bytes.IndexByte(v, '>') > bytes.IndexByte(v, '<')) ||
+		bytes.Contains(v, []byte("%s")) || bytes.Contains(v, []byte("%d")) || bytes.Contains(v, []byte("%v"))
+}
+
+func TestMaskedValue(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"sk-xxxxxxxx", true}, {"AKIAXXXX1234", true}, {"abXxXxcd", true}, {"Xk9mP2vLq7Rt4W", false},
+		{"***", true}, {"ab**cd*ef", false}, {"abc...", true}, {"a..b..c", false},
+		{"token…", true}, {"•••", true}, {"••x•", false}, {"<your-key>", true}, {"a>b<c", false},
+		{"a>b<c>d", false}, {"<<>", true}, {"key-%s", true}, {"100%", false}, {"%x%d", true},
+		{"%V", false}, {"\xe2\x80", false}, {"\xe2", false}, {"", false},
+	} {
+		if got := maskedValue([]byte(tc.v)); got != tc.want || got != maskedValueSpec([]byte(tc.v)) {
+			t.Errorf("maskedValue(%q) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+func FuzzMaskedValue(f *testing.F) {
+	for _, s := range []string{"sk-xXxX", "a>b<c>", "<k>", "•••", "…", "%v", "**.*", "a..."} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, want := maskedValue(v), maskedValueSpec(v); got != want {
+			t.Fatalf("maskedValue = %v, its definition says %v", got, want)
+		}
+	})
+}

@@ -139,7 +139,8 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 		le = hi + i
 	}
 	caps := isAllCaps(word)
-	before := bytes.ToLower(text[max(ls, start-60):start])
+	var lb [60]byte
+	before := lowerSmall(lb[:0], text[max(ls, start-60):start])
 	trim := func(b []byte) []byte { return bytes.Trim(b, " \t\r*#=-_[]|<>/!.\"'") }
 	// Labelled: a label word, a few words of its own ("Sensitivity
 	// level", "Niveau de confidentialité"), ':' or '=', then the banner.
@@ -169,8 +170,38 @@ func bannerHit(st *scanState, d *detector, start, end int) {
 	default:
 		return
 	}
-	v := string(text[start:hi])
-	st.emitString(d.idx, start, hi, conf, strings.ToUpper(v), maskLabel)
+	if v := text[start:hi]; asciiText(v) {
+		// strings.ToUpper of ASCII, without its string
+		st.norm = st.norm[:0]
+		for _, c := range v {
+			if c-'a' < 26 {
+				c -= 'a' - 'A'
+			}
+			st.norm = append(st.norm, c)
+		}
+		st.emit(d.idx, start, hi, conf, st.norm, maskLabel)
+		return
+	}
+	st.emitString(d.idx, start, hi, conf, strings.ToUpper(string(text[start:hi])), maskLabel)
+}
+
+// asciiText reports whether b is all ASCII.
+func asciiText(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerSmall is bytes.ToLower(b), appended to dst when b is ASCII (no
+// allocation while dst has room).
+func lowerSmall(dst, b []byte) []byte {
+	if !asciiText(b) {
+		return bytes.ToLower(b)
+	}
+	return asciiLowerBytes(dst, b)
 }
 
 func isAllCaps(b []byte) bool {

@@ -1,46 +1,76 @@
 package classifiers
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // maskGeneric keeps the value's shape (separators stay), shows at most two
 // alphanumerics at each end and never more than a quarter of them, and
-// stars the rest.
+// stars the rest (a multi-byte character becomes one star).
 func maskGeneric(dst, v []byte) []byte {
 	n := 0
-	for i := 0; i < len(v); i++ {
-		if isAlnum(v[i]) {
-			n++
-		}
+	for _, c := range v {
+		n += int(maskClass[c] & 1)
 	}
 	show := min(2, n/8) // per end; 2*show <= n/4
-	k := 0
+	// The mask is never longer than v: it is written in place of
+	// appends.
+	d := len(dst)
+	dst = slices.Grow(dst, len(v))[:d+len(v)]
+	out := dst[d:]
+	j, k := 0, 0
 	for i := 0; i < len(v); {
 		c := v[i]
-		if c >= utf8.RuneSelf {
-			_, size := utf8.DecodeRune(v[i:])
-			dst = append(dst, '*')
-			i += size
-			continue
-		}
-		i++
-		if isAlnum(c) {
+		switch maskClass[c] {
+		case maskAlnum:
 			if k < show || k >= n-show {
-				dst = append(dst, c)
+				out[j] = c
 			} else {
-				dst = append(dst, '*')
+				out[j] = '*'
 			}
 			k++
-			continue
+			i++
+		case maskKeep:
+			out[j] = c
+			i++
+		case maskMulti:
+			_, size := utf8.DecodeRune(v[i:])
+			out[j] = '*'
+			i += size
+		default: // 0
+			out[j] = '*'
+			i++
 		}
-		switch c {
-		case ' ', '-', '.', '+', '(', ')', '/', ':':
-			dst = append(dst, c)
-		default:
-			dst = append(dst, '*')
+		j++
+	}
+	return dst[:d+j]
+}
+
+// maskClass is maskGeneric's class of a byte: an ASCII letter or digit,
+// a separator kept as it is, a byte that may start a multi-byte
+// character, or another byte (starred).
+var maskClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch b := byte(c); {
+		case isAlnum(b):
+			t[c] = maskAlnum
+		case b >= utf8.RuneSelf:
+			t[c] = maskMulti
+		case b == ' ', b == '-', b == '.', b == '+', b == '(', b == ')', b == '/', b == ':':
+			t[c] = maskKeep
 		}
 	}
-	return dst
-}
+	return t
+}()
+
+// The classes of maskClass, 0 for a starred byte (maskAlnum alone has bit
+// 0 set).
+const (
+	maskAlnum = 1
+	maskKeep  = 2
+	maskMulti = 4
+)
 
 // maskPrefix returns a mask that shows a value's public format prefix (such
 // as "ghp_", which only says what kind of token it is) and stars a fixed

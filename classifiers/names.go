@@ -3,6 +3,7 @@ package classifiers
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -336,6 +337,20 @@ var nameWords = func() map[string]nameKind {
 	return m
 }()
 
+// The word maps of the name detector as wordTables, for the scan's
+// lookups (read only).
+var (
+	nameWordTable     = newWordTable(nameWords)
+	nameFieldTable    = newWordTable(nameFields)
+	nameLabelTable    = newWordTable(nameLabels)
+	nameCueTable      = newWordTable(nameCues)
+	nameClosingTable  = newWordTable(nameClosings)
+	nameVerbTable     = newWordTable(nameVerbs)
+	nameParticleTable = newWordTable(nameParticles)
+	namePlaceTable    = newWordTable(namePlaces)
+	reservedNameTable = newWordTable(reservedNames)
+)
+
 // nameFilter has bit nameKey(w) set for every ASCII given name, surname
 // and title w: a capitalised word whose bit is clear is passed over
 // without being read or looked up, unless nameMaybe says it may still
@@ -430,12 +445,12 @@ func afterNameField(text []byte, i int) bool {
 		return false
 	}
 	var buf [40]byte
-	if nameFields[string(lowerName(buf[:0], text[k:j]))] {
+	if nameFieldTable.at(lowerName(buf[:0], text[k:j])) {
 		return true
 	}
 	if k >= 2 && text[k-1] == ' ' {
 		if k2 := lettersBefore(text, k-1, 16); k2 < k-1 {
-			return nameFields[string(lowerName(buf[:0], text[k2:j]))]
+			return nameFieldTable.at(lowerName(buf[:0], text[k2:j]))
 		}
 	}
 	return false
@@ -466,8 +481,7 @@ func nameDetector() *detector {
 // the 24 bytes before text[start] (ASCII case-insensitive).
 func nameLabelBefore(text []byte, start int) bool {
 	lo := max(0, start-24)
-	var buf [24]byte
-	win := asciiLowerBytes(buf[:0], text[lo:start])
+	win := text[lo:start]
 	for k := 0; k < len(win); {
 		if !nameLetter(win[k]) {
 			k++
@@ -477,8 +491,11 @@ func nameLabelBefore(text []byte, start int) bool {
 		for e < len(win) && nameLetter(win[e]) {
 			e++
 		}
-		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabels[string(win[k:e])] {
-			return true
+		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabelBloom.has(win[k:e]) {
+			var buf [24]byte
+			if nameLabelTable.at(asciiLowerBytes(buf[:0], win[k:e])) {
+				return true
+			}
 		}
 		k = e
 	}
@@ -636,10 +653,10 @@ func letterRune(b []byte) bool {
 // is a given name when its first part is: Jean-Pierre, Anne-Sophie).
 func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 	low := lowerName(buf[:0], text[w.start:w.end])
-	k := nameWords[string(low)]
+	k := nameWordTable.at(low)
 	if k == nameNone {
 		if h := strings.IndexByte(string(low), '-'); h > 0 {
-			if nameWords[string(low[:h])] == nameGiven {
+			if nameWordTable.at(low[:h]) == nameGiven {
 				return nameGiven
 			}
 		}
@@ -650,17 +667,21 @@ func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 // lowerName lower-cases ASCII and Latin-1 upper-case letters and drops a
 // trailing period.
 func lowerName(dst, v []byte) []byte {
+	// Each byte maps to one byte: the result is written in place.
+	d := len(dst)
+	dst = slices.Grow(dst, len(v))[:d+len(v)]
+	out := dst[d:]
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case isUpper(c):
 			c += 0x20
 		case c == 0xC3 && i+1 < len(v) && v[i+1] >= 0x80 && v[i+1] < 0x9F && v[i+1] != 0x97:
-			dst = append(dst, c, v[i+1]+0x20)
+			out[i], out[i+1] = c, v[i+1]+0x20
 			i++
 			continue
 		}
-		dst = append(dst, c)
+		out[i] = c
 	}
 	if n := len(dst); n > 0 && dst[n-1] == '.' {
 		dst = dst[:n-1]
@@ -863,8 +884,8 @@ func (t *wordBloom) has(w []byte) bool {
 	return t[h>>6]&(1<<(h&63)) != 0
 }
 
-// Filters of nameCues, of its strong cues and greetings, and of nameVerbs
-// (read only).
+// Filters of nameCues, of its strong cues and greetings, of nameVerbs and
+// of nameLabels (read only).
 var (
 	nameCueBloom    = newWordBloom(nameCues)
 	nameStrongBloom = func() *wordBloom {
@@ -876,7 +897,8 @@ var (
 		}
 		return newWordBloom(m)
 	}()
-	nameVerbBloom = newWordBloom(nameVerbs)
+	nameVerbBloom  = newWordBloom(nameVerbs)
+	nameLabelBloom = newWordBloom(nameLabels)
 )
 
 // mayStrongCue is a quick test before nameCueBefore(text, i) ==
@@ -946,13 +968,13 @@ func nameCueBefore(text []byte, i int) nameCue {
 		return cueNone
 	}
 	var buf [40]byte
-	c := nameCues[string(lowerName(buf[:0], text[k:j]))]
+	c := nameCueTable.at(lowerName(buf[:0], text[k:j]))
 	ps := k // where the cue phrase starts
 	if c == cuePrev {
 		c = cueGiven
 		if k >= 2 && text[k-1] == ' ' {
 			if k0 := lettersBefore(text, k-1, 16); k0 < k-1 && (k0 == 0 || !nameLetter(text[k0-1])) {
-				if c2 := nameCues[string(lowerName(buf[:0], text[k0:j]))]; c2 != cueNone {
+				if c2 := nameCueTable.at(lowerName(buf[:0], text[k0:j])); c2 != cueNone {
 					c, ps = c2, k0
 				}
 			}
@@ -1050,7 +1072,7 @@ func nameSignature(text []byte, nl int) nameCue {
 		return cueNone
 	}
 	var buf [40]byte
-	if nameClosings[string(lowerName(buf[:0], text[k:e]))] {
+	if nameClosingTable.at(lowerName(buf[:0], text[k:e])) {
 		return cueStrong
 	}
 	return cueNone
@@ -1090,7 +1112,7 @@ func personAfter(text []byte, e int) bool {
 	if k == 1 || !nameVerbBloom.has(rest[1:k]) {
 		return false
 	}
-	return nameVerbs[string(rest[1:k])]
+	return nameVerbTable.at(rest[1:k])
 }
 
 // loneWord reports whether w, a word in no list, may be a name alone
@@ -1164,7 +1186,7 @@ func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
 				}
 				return nameWord{start: from, end: w.end, upper: true}, true
 			}
-			if !nameParticles[string(text[w.start:w.end])] {
+			if !nameParticleTable.at(text[w.start:w.end]) {
 				return nameWord{}, false
 			}
 			if from < 0 {
@@ -1330,7 +1352,7 @@ func afterPlaceWord(text []byte, start int) bool {
 		return false
 	}
 	var buf [32]byte
-	return namePlaces[string(lowerName(buf[:0], text[k:j]))]
+	return namePlaceTable.at(lowerName(buf[:0], text[k:j]))
 }
 
 // emitName records text[start:end] as a name: normalised to lower case
@@ -1361,7 +1383,7 @@ func (st *scanState) emitName(d *detector, start, end int, conf float64) {
 	}
 	var low [192]byte
 	key := lowerName(low[:0], norm)
-	if !st.s.includeReserved && reservedNames[string(key)] {
+	if !st.s.includeReserved && reservedNameTable.at(key) {
 		return
 	}
 	if nameLabelBefore(st.text, start) {

@@ -435,6 +435,14 @@ func phoneExtension(text []byte, hi int) int {
 	for i < len(text) && i-hi < 2 && text[i] == ' ' {
 		i++
 	}
+	if i == len(text) {
+		return hi
+	}
+	switch text[i] | 0x20 { // the first letters of the words below
+	case 'x', 'e', 'p':
+	default:
+		return hi
+	}
 	k := i
 	for k < len(text) && k-i < 9 && isAlpha(text[k]) {
 		k++
@@ -1132,6 +1140,15 @@ func standardBlock(text []byte, hi int, a netip.Addr) bool {
 // ipv4Ranges reports the dotted quads of c whose address want accepts.
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
+	dots := 0 // an address needs three
+	for g := 0; g+1 < len(c.groups); g++ {
+		if c.seps[g] == '.' {
+			dots++
+		}
+	}
+	if dots < 3 {
+		return
+	}
 	for a := 0; a+3 < len(c.groups); a++ {
 		if a > 0 && c.seps[a-1] == '.' {
 			continue

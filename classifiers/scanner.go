@@ -384,6 +384,10 @@ func (p *posTracker) advance(buf []byte, base, to int) {
 		return
 	}
 	i, end := p.off-base, to-base
+	if end-i >= farGap {
+		p.advanceFar(buf, i, end, to)
+		return
+	}
 	line, col := p.line, p.col
 	// Eight bytes at a time: the newlines of a word, and the rune starts
 	// (bytes other than 10xxxxxx) after its last newline. A last partial
@@ -413,6 +417,50 @@ func (p *posTracker) advance(buf []byte, base, to int) {
 		}
 	}
 	p.line, p.col, p.off = line, col, to
+}
+
+// farGap is the distance from which advance counts the newlines first and
+// then the characters of the last line only (sparse findings), instead of
+// both in one pass (dense findings).
+const farGap = 128
+
+// advanceFar is advance over buf[i:end] (to is end's stream offset): the
+// newlines eight bytes at a time, then the characters after the last one.
+func (p *posTracker) advanceFar(buf []byte, i, end, to int) {
+	line, from := p.line, i // from: where the characters of the last line are counted
+	for ; i+8 <= end; i += 8 {
+		if nl := zeroBytes(binary.LittleEndian.Uint64(buf[i:]) ^ 0x0a0a0a0a0a0a0a0a); nl != 0 {
+			line += bits.OnesCount64(nl) // zeroBytes is exact: one bit a newline
+			from = i + (63-bits.LeadingZeros64(nl))>>3 + 1
+		}
+	}
+	for ; i < end; i++ {
+		if buf[i] == '\n' {
+			line++
+			from = i + 1
+		}
+	}
+	col := p.col
+	if line != p.line {
+		col = 0
+	}
+	p.line, p.col, p.off = line, col+runeStarts(buf[from:end]), to
+}
+
+// runeStarts counts the bytes of b that start a character (all but
+// 10xxxxxx), eight at a time.
+func runeStarts(b []byte) int {
+	n, i := 0, 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		n += bits.OnesCount64(^(x &^ (x << 1)) & hiBits)
+	}
+	for ; i < len(b); i++ {
+		if b[i]&0xC0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // hiBits has the high bit of every byte of a word set.
