@@ -126,8 +126,11 @@ func choosePolicy(cmd *cobra.Command, fallback string) (policyChoice, error) {
 // unless that was --policy.
 func (c policyChoice) load(ctx context.Context) (*policies.Policy, error) {
 	p, err := policies.LoadRefContext(ctx, c.Ref)
-	if err != nil && (c.Source == "env" || c.Source == "file") {
-		return nil, fmt.Errorf("policy from %s: %w", c.Reason, err)
+	switch {
+	case err != nil && c.Source == "env":
+		return nil, fmt.Errorf("the policy of %s: %w", c.Reason, err)
+	case err != nil && c.Source == "file":
+		return nil, fmt.Errorf("the policy %s: %w", c.Reason, err)
 	}
 	return p, err
 }
