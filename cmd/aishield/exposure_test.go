@@ -106,24 +106,8 @@ func TestAuditExposureRealTrail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "shared-llm",
-		Principal: func(r *http.Request) string { return r.Header.Get("X-Test-Principal") }}}
 	long := strings.Repeat(" lorem", 5000) // over the 4,096-token cache, under the 16,384 context
-	send := func(principal, text string) int {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 32,
-			"messages": []any{map[string]any{"role": "user", "content": text}}})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Test-Principal", principal)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	send := principalSender(t, ctx, g, ts.URL)
 	steps := []struct {
 		principal, text string
 		status          int
@@ -273,5 +257,28 @@ func TestAuditExposureRealTrail(t *testing.T) {
 		!matches(q.String(), `(?m)quarantine\.cleared +- +- +reason=cleared,action=limit,since=`) ||
 		!strings.Contains(q.String(), "\n10 exchanges, ") || !strings.HasSuffix(q.String(), ", 2 quarantine events\n") {
 		t.Errorf("query table:\n%s", q.String())
+	}
+}
+
+// principalSender returns a function that sends text, as principal's chat
+// request, through g's Transport (destination shared-llm) to the server at
+// url, and returns the status the caller got.
+func principalSender(t *testing.T, ctx context.Context, g *sdk.Guard, url string) func(principal, text string) int {
+	client := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "shared-llm",
+		Principal: func(r *http.Request) string { return r.Header.Get("X-Test-Principal") }}}
+	return func(principal, text string) int {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 32,
+			"messages": []any{map[string]any{"role": "user", "content": text}}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Test-Principal", principal)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
 	}
 }

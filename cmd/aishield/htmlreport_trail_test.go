@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,24 +47,8 @@ func writeReportTrail(t *testing.T, dir string, key []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: &sdk.Transport{Guard: g, Destination: "shared-llm",
-		Principal: func(r *http.Request) string { return r.Header.Get("X-Test-Principal") }}}
 	long := strings.Repeat(" lorem", 5000)
-	send := func(principal, text string) int {
-		t.Helper()
-		body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": 32,
-			"messages": []any{map[string]any{"role": "user", "content": text}}})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Test-Principal", principal)
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	send := principalSender(t, ctx, g, ts.URL)
 	steps := []struct {
 		principal, text string
 		status          int
