@@ -139,12 +139,8 @@ func runAuditVerify(cmd *cobra.Command, file string, cont, open bool, format str
 	defer f.Close()
 	sum, err := sdk.VerifyAudit(f, sdk.AuditVerifyOptions{Key: key, Continuation: cont, Open: open}, nil)
 	var ce *sdk.ChainError
-	var ke *sdk.AuditKeyError
-	switch {
-	case errors.As(err, &ke):
-		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
-	case err != nil && !errors.As(err, &ce):
-		return withCode(2, &inputError{Path: file, Err: err})
+	if err != nil && !errors.As(err, &ce) {
+		return trailError(file, err)
 	}
 	algo, keyed := "sha256", sum.KeyID != ""
 	if keyed {
@@ -331,16 +327,24 @@ func readTrail(ctx context.Context, file string, continuation bool, what string,
 		return nil
 	})
 	var ce *sdk.ChainError
-	var ke *sdk.AuditKeyError
 	switch {
 	case errors.As(err, &ce):
 		return withCode(1, fmt.Errorf("%s: %w (%s would not be trustworthy)", file, err, what))
-	case errors.As(err, &ke):
-		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
 	case err != nil:
-		return withCode(2, &inputError{Path: file, Err: err})
+		return trailError(file, err)
 	}
 	return nil
+}
+
+// trailError is the exit-2 error of a trail that could not be read at
+// all: a keyed trail without its key (which says to set it), or any
+// other failure, named with the file.
+func trailError(file string, err error) error {
+	var ke *sdk.AuditKeyError
+	if errors.As(err, &ke) {
+		return withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
+	}
+	return withCode(2, &inputError{Path: file, Err: err})
 }
 
 func globMatch(pattern, s string) bool {

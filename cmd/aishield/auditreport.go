@@ -400,12 +400,8 @@ func readAuditReport(ctx context.Context, file string, key []byte, cont bool, f 
 	}
 	defer fh.Close()
 	rep, err := buildAuditReport(fh, file, key, cont, f, time.Now())
-	var ke *sdk.AuditKeyError
-	switch {
-	case errors.As(err, &ke):
-		return nil, withCode(2, fmt.Errorf("%s: %w: set %s", file, err, auditKeyEnv))
-	case err != nil:
-		return nil, withCode(2, &inputError{Path: file, Err: err})
+	if err != nil {
+		return nil, trailError(file, err)
 	}
 	return rep, nil
 }
