@@ -379,8 +379,10 @@ type Exchange struct {
 	tokenizer bool
 	prompt    []string
 	// usageFlagged: a prompt count reported before the end of a stream
-	// was already found too low (reported once).
+	// was already found too low (reported once); usagePassed is the last
+	// count found plausible, not counted again at the end.
 	usageFlagged bool
+	usagePassed  int
 	// replay: a captured stream is judged whole (Guard.Replay), every
 	// signal collected, instead of being cut at the first blocking one;
 	// blocked holds the blocking signals seen before its end.

@@ -27,6 +27,7 @@ const TightUsageRatio = 0.97
 // verifier reported is not reported twice).
 func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
 	if !x.tokenizer || len(x.prompt) == 0 || !end.HasUsage || x.usageFlagged ||
+		x.usagePassed > 0 && end.PromptTokens == x.usagePassed ||
 		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) == policies.SignalOff {
 		return nil, nil
 	}
@@ -47,6 +48,7 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 		upper += u
 	}
 	if reported+slack >= TightUsageRatio*float64(upper) {
+		x.usagePassed = end.PromptTokens
 		return nil, nil
 	}
 	n, exact := lower, false
@@ -60,6 +62,7 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 			n += k
 		}
 		if reported+slack >= TightUsageRatio*float64(n) {
+			x.usagePassed = end.PromptTokens
 			return nil, nil
 		}
 	}
