@@ -186,6 +186,7 @@ type cleanResult struct {
 	alarms          []string          // one line per false alarm (masked signals only)
 	cacheHits       int
 	signs, trips    int // signs of a faulty service, quarantines tripped
+	staleReads      int // the server's ground truth: answer tokens read from another request's slots
 }
 
 // runCleanTraffic sends the clean mix through a real proxy to a real
@@ -276,6 +277,7 @@ func runCleanTraffic(t testing.TB, seed uint64, n, workers int) cleanResult {
 	cache.mu.Lock()
 	res.cacheHits = cache.hits
 	cache.mu.Unlock()
+	res.staleReads = staleTokenReads(t, ts.URL)
 	// The quarantine is on (the policy's default): clean traffic must show
 	// no sign of a faulty service, and trip nothing.
 	hs2, err := px.Guard().Quarantine().Health(context.Background())
@@ -292,6 +294,33 @@ func runCleanTraffic(t testing.TB, seed uint64, n, workers int) cleanResult {
 		}
 	}
 	return res
+}
+
+// staleTokenReads reads the server's ground truth from its metrics: answer
+// tokens read from slots another request wrote.
+func staleTokenReads(t testing.TB, url string) int {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if rest, ok := strings.CutPrefix(line, "pagedcache_stale_token_reads_total{"); ok {
+			_, v, _ := strings.Cut(rest, "} ")
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("metrics: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("metrics: no pagedcache_stale_token_reads_total")
+	return 0
 }
 
 // alarmText renders a refusal without the answer's text: the API error's
@@ -311,8 +340,8 @@ func (r cleanResult) report() string {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(&b, "%d clean exchanges, %d delivered, %d refused (response cache hits %d); %d signs of a faulty service, %d quarantines tripped\n",
-		r.sent, r.delivered, r.sent-r.delivered, r.cacheHits, r.signs, r.trips)
+	fmt.Fprintf(&b, "%d clean exchanges, %d delivered, %d refused (response cache hits %d); %d signs of a faulty service, %d quarantines tripped; server's stale token reads %d\n",
+		r.sent, r.delivered, r.sent-r.delivered, r.cacheHits, r.signs, r.trips, r.staleReads)
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "  %-15s %5d sent %4d refused\n", k, r.byKind[k][0], r.byKind[k][1])
 	}
@@ -345,7 +374,7 @@ func TestCleanTraffic(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
 		res := runCleanTraffic(t, seed, n/2, 4)
 		t.Logf("seed %d: %s", seed, res.report())
-		if res.sent != n/2 || res.delivered != res.sent || res.signs != 0 || res.trips != 0 {
+		if res.sent != n/2 || res.delivered != res.sent || res.signs != 0 || res.trips != 0 || res.staleReads != 0 {
 			t.Errorf("seed %d: %d of %d clean exchanges refused:\n%s", seed, res.sent-res.delivered, res.sent, res.report())
 		}
 	}

@@ -175,27 +175,33 @@ func TestRepeatedRequests(t *testing.T) {
 // cut and joined as another answer joined the same pieces of its own
 // (the same system prompt and question around different documents), is
 // not foreign: what the two answers share is where the pieces join. The
-// control sends the same answer to a request without those pieces: then
-// it is another exchange's text, caught. On the memory store and on Redis,
-// whole and streamed.
+// pieces may be shorter than a k-gram (one word of the prompt said over
+// and over). The control sends the same answer to a request without those
+// pieces: then it is another exchange's text, caught. On the memory store
+// and on Redis, whole and streamed.
 func TestOwnTextRespliced(t *testing.T) {
 	const (
 		docSystem = "You answer questions about documentation."
 		question  = "What are the conditions mentioned in this passage?"
 		// The pieces of the prompt the model read back, joined.
-		answer = " questions about documentation.\n are the conditions mentioned in this passage?\n  context only.\n\n"
+		pieces = " questions about documentation.\n are the conditions mentioned in this passage?\n  context only.\n\n"
+		// One word of the prompt, over and over.
+		oneWord = " You answer questions about documentation.\n documentation.\n documentation.\n documentation.\n passage?\n"
 	)
 	user := func(doc, q string) string {
 		return "Answer from the context only.\n\nContext:\n" + doc + "\n\nQuestion: " + q
 	}
 	long := func(seed uint64) string { return newGen(seed, 11).sentences(900) }
+	other := []string{"You summarise release notes for the team.", "List the changes in: " + long(2)}
 	tests := []struct {
-		name   string
-		texts  []string
-		caught bool
+		name, answer string
+		texts        []string
+		caught       bool
 	}{
-		{"the same prompt around another document", []string{docSystem, user(long(2), question)}, false},
-		{"another prompt (control)", []string{"You summarise release notes for the team.", "List the changes in: " + long(2)}, true},
+		{"the same prompt around another document", pieces, []string{docSystem, user(long(2), question)}, false},
+		{"another prompt (control)", pieces, other, true},
+		{"one word said over and over", oneWord, []string{docSystem, user(long(2), question)}, false},
+		{"one word said over and over, another prompt (control)", oneWord, other, true},
 	}
 	for _, sk := range storeKinds(t) {
 		for _, tt := range tests {
@@ -203,8 +209,8 @@ func TestOwnTextRespliced(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/%s/streamed=%v", sk.name, tt.name, streamed), func(t *testing.T) {
 					v := newTestVerifier(t, Options{Store: sk.new()})
 					sigs := play(t, v, []step{
-						{id: "first", principal: "tenant-a", texts: []string{docSystem, user(long(1), question)}, roles: []string{"system", "user"}, answer: answer},
-						{id: "second", principal: "tenant-b", texts: tt.texts, roles: []string{"system", "user"}, answer: answer},
+						{id: "first", principal: "tenant-a", texts: []string{docSystem, user(long(1), question)}, roles: []string{"system", "user"}, answer: tt.answer},
+						{id: "second", principal: "tenant-b", texts: tt.texts, roles: []string{"system", "user"}, answer: tt.answer},
 					}, streamed)
 					if len(sigs[0]) != 0 {
 						t.Fatalf("first: %+v", sigs[0])
@@ -252,6 +258,40 @@ func TestOwnPhraseRecast(t *testing.T) {
 			}
 			if got != tt.foreign {
 				t.Errorf("foreign banner %v, want %v (%+v)", got, tt.foreign, vd.Signals)
+			}
+		})
+	}
+}
+
+// TestOwnNumbersJoined: numbers of the request, which the answer sets side
+// by side where a detector takes them for a phone number (a model listing
+// the fields of a date layout), are the user's own; a phone number whose
+// groups the request does not hold is foreign.
+func TestOwnNumbersJoined(t *testing.T) {
+	const req = "In the layout 2006-01-02T15:04:05Z07:00 the year is 2006 or 06, the zone offset -0700, " +
+		"and the fields 12, 34, 56 and 78 are minutes in other examples."
+	tests := []struct {
+		name, answer string
+		foreign      bool
+	}{
+		{"offsets side by side", "The offsets are 0700  -0700 here.", false},
+		{"two-digit fields side by side", "The fields: 06 12 34 56 78 in order.", false},
+		{"a phone number the request does not hold (control)", "Call 06 12 34 56 79 in order.", true},
+		{"another phone number (control)", "Call +33 1 42 68 53 00 now.", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newTestVerifier(t, Options{})
+			vd, err := v.Check(context.Background(), &inbound.Exchange{ID: "x", Texts: []string{req}}, tt.answer, inbound.End{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := false
+			for _, s := range vd.Signals {
+				got = got || (s.ID == policies.SignalForeignEntity && s.Detector == "pii.phone")
+			}
+			if got != tt.foreign {
+				t.Errorf("foreign phone %v, want %v (%+v)", got, tt.foreign, vd.Signals)
 			}
 		})
 	}

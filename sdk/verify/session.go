@@ -638,11 +638,12 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			if len(v.allow.values) > 0 && v.allow.allowed(f.Detector, string(region[f.Start:f.End])) {
 				continue
 			}
-			if s.requestHolds(region[f.Start:f.End]) {
+			if s.requestHolds(region[f.Start:f.End]) || s.numbersOfRequest(region[f.Start:f.End]) {
 				// The request holds these very characters, where the
 				// detector did not take them for a value (a phrase that the
-				// answer puts alone on its line becomes a banner): the
-				// user's own text.
+				// answer puts alone on its line becomes a banner), or the
+				// value is numbers the request holds, joined: the user's
+				// own text.
 				continue
 			}
 			foreign = append(foreign, inbound.Signal{ID: policies.SignalForeignEntity, Detector: f.Detector,
@@ -989,16 +990,56 @@ func (s *session) respliced(r *run) bool {
 	return cur >= end || s.inRequest(s.buf[cur:end])
 }
 
-// inRequest reports whether b, its ends trimmed to words, is empty or in
-// the request's texts as it is.
+// inRequest reports whether b, its ends trimmed to words, is empty, in the
+// request's texts as it is, or made of the request's words: every word of
+// it is a whole word of the request, its first and last words possibly cut
+// (a model saying one word of its prompt over and over, "documentation.\n
+// documentation.\n", joins pieces shorter than a k-gram).
 func (s *session) inRequest(b []byte) bool {
+	b = trimToWords(b)
+	if len(b) == 0 || bytes.Contains(s.req, b) {
+		return true
+	}
+	words := 0
+	for w := range bytes.FieldsSeq(b) {
+		words++
+		if w = trimToWords(w); len(w) == 0 {
+			continue
+		}
+		cut := words == 1 || len(w) == len(b) || &w[len(w)-1] == &b[len(b)-1]
+		if !containsWord(s.req, w, cut) {
+			return false
+		}
+	}
+	return true
+}
+
+// trimToWords trims b's ends to word bytes.
+func trimToWords(b []byte) []byte {
 	for len(b) > 0 && !isWordByte(b[0]) {
 		b = b[1:]
 	}
 	for len(b) > 0 && !isWordByte(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
-	return len(b) == 0 || bytes.Contains(s.req, b)
+	return b
+}
+
+// containsWord reports whether text holds w as a whole word (not inside a
+// longer one), or anywhere when part is true (w may be a cut word).
+func containsWord(text, w []byte, part bool) bool {
+	for i := 0; ; {
+		j := bytes.Index(text[i:], w)
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		end := at + len(w)
+		if part || (at == 0 || !isWordByte(text[at-1])) && (end == len(text) || !isWordByte(text[end])) {
+			return true
+		}
+		i = at + 1
+	}
 }
 
 // full reports whether r is contamination under the ordinary bar.
@@ -1188,6 +1229,33 @@ func (s *session) requestHolds(value []byte) bool {
 		s.reqNorm = appendNormalizeSpace(s.reqNorm[:0], s.req)
 	}
 	return bytes.Contains(s.reqNorm, s.norm)
+}
+
+// numbersOfRequest reports whether value is made of numbers only, each a
+// whole word of the request: a model that lists numbers of its prompt
+// ("06", "12", "-0700") side by side writes something a detector takes
+// for a phone number, which no other exchange sent.
+func (s *session) numbersOfRequest(value []byte) bool {
+	parts := 0
+	for i := 0; i < len(value); {
+		if !isWordByte(value[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(value) && isWordByte(value[j]) {
+			if value[j] < '0' || value[j] > '9' {
+				return false
+			}
+			j++
+		}
+		if !containsWord(s.req, value[i:j], false) {
+			return false
+		}
+		parts++
+		i = j
+	}
+	return parts > 1
 }
 
 // appendNormalizeSpace appends to out b with its ASCII letters lower-cased
