@@ -173,6 +173,7 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 	}
 	to[acLanes-1] = len(text)
 	l0, l1, l2, l3 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q], text[from[3]:from[3]+q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
 	var st [acLanes]uint32
 	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
 	queue := func(k int, s uint32, end int) {
