@@ -134,8 +134,15 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		}
 		defer s.viewBufs.Put(bufs)
 	}
-	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0))
+	var candBuf []cand
+	if bufs != nil {
+		candBuf = bufs.cands
+	}
+	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0), candBuf)
 	bufs.keep(0, nv)
+	if bufs != nil && cap(cands) > cap(bufs.cands) {
+		bufs.cands = cands[:0]
+	}
 	vt := text
 	if nv != nil {
 		vt = nv.text
@@ -236,8 +243,9 @@ func (s *Scanner) scanDecoded(st *scanState, vt []byte, nv *view, cands []cand, 
 // view of a 1 MiB chunk is a 1 MiB copy, which most chunks of real text
 // need (one character NFKC changes is enough).
 type viewBufs struct {
-	b    [1 + maxDecodePasses][]byte
-	segs [1 + maxDecodePasses][]vseg
+	b     [1 + maxDecodePasses][]byte
+	segs  [1 + maxDecodePasses][]vseg
+	cands []cand // normaliseChunk's places to decode
 }
 
 // get returns view k's recycled buffer, or nil (bufs nil).

@@ -402,7 +402,7 @@ func FuzzNormalise(f *testing.F) {
 				}
 			}
 		}
-		nv, cands := normaliseChunk(src, nil, nil)
+		nv, cands := normaliseChunk(src, nil, nil, nil)
 		check(nv, src)
 		if full := newView(src, nil, true, false); (full == nil) != (nv == nil) || nv != nil && !bytes.Equal(full.text, nv.text) {
 			t.Fatal("normaliseChunk and the full walk disagree")

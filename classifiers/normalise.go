@@ -301,10 +301,10 @@ func redecode(parent *view, buf []byte, segBuf []vseg) *view {
 // 0x2B..0x7A (a run of 16 base64 or hex characters holds such a word, and
 // prose has a space or a sign in nearly every word), and words whose
 // bytes of 0x80 or more are Latin-1 letters. The view's text is built in
-// buf when it is large enough.
-func normaliseChunk(src, buf []byte, segBuf []vseg) (*view, []cand) {
+// buf when it is large enough, and the places in candBuf's array.
+func normaliseChunk(src, buf []byte, segBuf []vseg, candBuf []cand) (*view, []cand) {
 	b := viewBuilder{src: src, buf: buf, segBuf: segBuf, limit: growBudget*len(src) + growSlack}
-	var cands []cand
+	cands := candBuf[:0]
 	n := len(src)
 	floor := 0 // runs are not looked for before it
 	inRange := func(c byte) bool { return c >= 0x2B && c <= 0x7A }
@@ -408,6 +408,9 @@ func normaliseChunk(src, buf []byte, segBuf []vseg) (*view, []cand) {
 		for i := range cands {
 			cands[i].at = v.down(cands[i].at) // ASCII: copied as it is
 		}
+	}
+	if len(cands) == 0 {
+		return v, nil
 	}
 	return v, cands
 }
