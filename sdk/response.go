@@ -253,11 +253,14 @@ func (x *Exchange) closeSession(ctx context.Context, end inbound.End, sigs []inb
 	}
 	end.Refused = x.blocks(sigs) || x.blocks(tight)
 	last, err := safeCall(func() ([]inbound.Signal, error) { return x.session.Close(ctx, end) })
-	sigs = append(sigs, last...)
 	for _, s := range last {
 		if s.ID == policies.SignalUsageMismatch {
+			if x.usageFlagged {
+				continue // reported on the stream event that counted the prompt
+			}
 			tight = nil // reported once
 		}
+		sigs = append(sigs, s)
 	}
 	return append(sigs, tight...), err
 }
