@@ -247,20 +247,28 @@ func TestOwnPhraseRecast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newTestVerifier(t, Options{})
-			vd, err := v.Check(context.Background(), &inbound.Exchange{ID: "x", Texts: []string{req}}, tt.answer, inbound.End{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := false
-			for _, s := range vd.Signals {
-				got = got || (s.ID == policies.SignalForeignEntity && s.Detector == "marker.classification")
-			}
-			if got != tt.foreign {
-				t.Errorf("foreign banner %v, want %v (%+v)", got, tt.foreign, vd.Signals)
+			if got, sigs := foreignEntity(t, req, tt.answer, "marker.classification"); got != tt.foreign {
+				t.Errorf("foreign banner %v, want %v (%+v)", got, tt.foreign, sigs)
 			}
 		})
 	}
+}
+
+// foreignEntity checks answer against a request of the one text req and
+// reports whether a foreign-entity signal of detector came out.
+func foreignEntity(t *testing.T, req, answer, detector string) (bool, []Signal) {
+	t.Helper()
+	v := newTestVerifier(t, Options{})
+	vd, err := v.Check(context.Background(), &inbound.Exchange{ID: "x", Texts: []string{req}}, answer, inbound.End{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range vd.Signals {
+		if s.ID == policies.SignalForeignEntity && s.Detector == detector {
+			return true, vd.Signals
+		}
+	}
+	return false, vd.Signals
 }
 
 // TestOwnNumbersJoined: numbers of the request, which the answer sets side
@@ -281,17 +289,8 @@ func TestOwnNumbersJoined(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newTestVerifier(t, Options{})
-			vd, err := v.Check(context.Background(), &inbound.Exchange{ID: "x", Texts: []string{req}}, tt.answer, inbound.End{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := false
-			for _, s := range vd.Signals {
-				got = got || (s.ID == policies.SignalForeignEntity && s.Detector == "pii.phone")
-			}
-			if got != tt.foreign {
-				t.Errorf("foreign phone %v, want %v (%+v)", got, tt.foreign, vd.Signals)
+			if got, sigs := foreignEntity(t, req, tt.answer, "pii.phone"); got != tt.foreign {
+				t.Errorf("foreign phone %v, want %v (%+v)", got, tt.foreign, sigs)
 			}
 		})
 	}
