@@ -443,3 +443,90 @@ func FuzzMaskedValue(f *testing.F) {
 		}
 	})
 }
+
+// namesItselfSpec is namesItself's definition: the value, lower-cased,
+// holds the lower-cased key name (trimmed of leading "_-.$") or keyword,
+// either counted only when at least 5 bytes long and no longer than the
+// value; values over 256 bytes never do.
+func namesItselfSpec(text []byte, r genericRead, val []byte) bool {
+	if len(val) > 256 {
+		return false
+	}
+	key := bytes.TrimLeft(text[r.ks:r.ke], "_-.$")
+	kw := text[r.kwLo:r.kwHi]
+	lv := asciiLowerBytes(nil, val)
+	return len(key) >= 5 && len(key) <= len(val) && bytes.Contains(lv, asciiLowerBytes(nil, key)) ||
+		len(kw) >= 5 && len(kw) <= len(val) && bytes.Contains(lv, asciiLowerBytes(nil, kw))
+}
+
+// TestNamesItself compares namesItself with its definition on the values
+// readGeneric reads from assignments whose value repeats the key, the
+// keyword or neither, in every case, and on key and keyword spans that do
+// not nest.
+func TestNamesItself(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{`encryptionKey = "encryptionKey1024"`, true},
+		{`_authToken=MYTOKEN1abc`, true},
+		{`_authToken=xyAUTHTOKENz`, true},
+		{`GITHUB_TOKEN=ghp_aB3dE5fG7hJ9kL1mN3pQ0123456789`, false},
+		{`password = "Xk9#mP2$v123456Lq7"`, false},
+		{`password = "myPassWord99"`, true},
+		{`db_pwd = "xDB_PWDx12"`, true},
+		{`db_pwd = "xxpwd12345"`, false},
+		{`$$.api-key: "ab.API-KEYcd"`, true},
+		{`accessKey = "ACCESSKEY"`, true},
+		{`accessKey = "accesskex1"`, false},
+	} {
+		b := []byte(tc.text)
+		lb := asciiLowerBytes(nil, b)
+		checked := false
+		for _, k := range genericKeys {
+			j := bytes.Index(lb, []byte(k))
+			if j < 0 {
+				continue
+			}
+			r := readGeneric(b, j, j+len(k))
+			if !r.ok {
+				continue
+			}
+			checked = true
+			val := b[r.lo:r.hi]
+			got, spec := namesItself(b, r, val), namesItselfSpec(b, r, val)
+			if got != spec || got != tc.want {
+				t.Errorf("namesItself(%q, kw %q) = %v, its definition says %v, want %v", tc.text, k, got, spec, tc.want)
+			}
+		}
+		if !checked {
+			t.Errorf("%q: no assignment read", tc.text)
+		}
+	}
+	// spans as readGeneric never makes them: the keyword outside the name
+	text := []byte("_tokenXYZ = aTOKENxyz99")
+	for _, r := range []genericRead{
+		{ks: 0, ke: 9, kwLo: 12, kwHi: 23}, {ks: 1, ke: 4, kwLo: 0, kwHi: 6}, {ks: 0, ke: 6, kwLo: 3, kwHi: 9},
+		{ks: 0, ke: 0, kwLo: 0, kwHi: 0},
+	} {
+		for _, val := range []string{"aTOKENxyz99", "tokenxyz", "_tokenx", "XYZ = aTOKENxyz99", "abc"} {
+			if got, spec := namesItself(text, r, []byte(val)), namesItselfSpec(text, r, []byte(val)); got != spec {
+				t.Errorf("namesItself(%+v, %q) = %v, its definition says %v", r, val, got, spec)
+			}
+		}
+	}
+}
+
+func FuzzNamesItself(f *testing.F) {
+	f.Add([]byte("_authToken=MYTOKEN1"), 0, 10, 1, 10, []byte("myauthtoken"))
+	f.Add([]byte("x.Pwd=x"), 0, 5, 2, 5, []byte("aaPWDbb"))
+	f.Fuzz(func(t *testing.T, text []byte, ks, ke, kwLo, kwHi int, val []byte) {
+		if ks < 0 || kwLo < 0 || ke < ks || kwHi < kwLo || ke > len(text) || kwHi > len(text) {
+			return
+		}
+		r := genericRead{ok: true, ks: ks, ke: ke, kwLo: kwLo, kwHi: kwHi}
+		if got, spec := namesItself(text, r, val), namesItselfSpec(text, r, val); got != spec {
+			t.Fatalf("namesItself = %v, its definition says %v", got, spec)
+		}
+	})
+}
