@@ -596,11 +596,14 @@ func maskedValue(v []byte) bool {
 	xs, stars, dots := 0, 0, 0
 	lt, gt := false, false // a '<' seen; the first '>' seen
 	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !maskByte[c] {
+		if !maskByte[v[i]] {
+			for i+1 < len(v) && !maskByte[v[i+1]] {
+				i++
+			}
 			xs, stars, dots = 0, 0, 0
 			continue
 		}
+		c := v[i]
 		if c|0x20 == 'x' {
 			if xs++; xs == 4 {
 				return true

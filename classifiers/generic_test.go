@@ -530,3 +530,65 @@ func FuzzNamesItself(f *testing.F) {
 		}
 	})
 }
+
+// maskedValueByteByByte is maskedValue reading every byte through the
+// chain of compares, without skipping the bytes maskByte leaves out.
+func maskedValueByteByByte(v []byte) bool {
+	// One pass: runs of x (either case), '*' and '.', "…" and "•••", a
+	// '<' before the first '>', and '%' before s, d or v.
+	xs, stars, dots := 0, 0, 0
+	lt, gt := false, false // a '<' seen; the first '>' seen
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c|0x20 == 'x' {
+			if xs++; xs == 4 {
+				return true
+			}
+			continue
+		}
+		xs = 0
+		if c == '*' {
+			if stars++; stars == 3 {
+				return true
+			}
+			continue
+		}
+		stars = 0
+		if c == '.' {
+			if dots++; dots == 3 {
+				return true
+			}
+			continue
+		}
+		dots = 0
+		switch c {
+		case '<':
+			lt = true
+		case '>':
+			if !gt && lt {
+				return true
+			}
+			gt = true
+		case '%':
+			if i+1 < len(v) && (v[i+1] == 's' || v[i+1] == 'd' || v[i+1] == 'v') {
+				return true
+			}
+		case 0xE2:
+			if bytes.HasPrefix(v[i:], []byte("…")) || bytes.HasPrefix(v[i:], []byte("•••")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func FuzzMaskedValueSkip(f *testing.F) {
+	for _, s := range []string{"sk-xXxX", "a>b<c>", "ab..X.", "•••", "a…", "%v", "**.*", "aaaa***bbbb"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, want := maskedValue(v), maskedValueByteByByte(v); got != want {
+			t.Fatalf("maskedValue(%q) = %v, byte by byte %v", v, got, want)
+		}
+	})
+}

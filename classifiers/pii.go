@@ -274,12 +274,21 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		}
 	}
 	found := false
+	last := len(c.groups) - 1
 	c.groupRanges(8, 15, func(a, b int) bool {
 		lo, hi := c.spanOf(a, b)
 		intl := false
 		if a == 0 && c.start < lo {
 			lo = c.start
 			intl = c.plus
+		}
+		// Without a context word, only an international range or the whole
+		// candidate not glued to a word can be reported (the checks below
+		// say so one by one): the slices of a longer number, most of the
+		// ranges tried, are rejected before anything else is read.
+		if !ctxNear && !intl && (a != 0 || b != last || gluedLeft) &&
+			!(c.ndigits(a, b) >= 11 && c.digitAt(text, a, 0) == '0' && c.digitAt(text, a, 1) == '0') {
+			return false
 		}
 		if a > 0 && (c.seps[a-1] == '-' || c.seps[a-1] == '.') {
 			return false
@@ -431,6 +440,26 @@ func localPhoneCue(text []byte, lo int) bool {
 // ending at text[hi] ends ("x309", " x 5", " ext. 72", " extension 4",
 // " poste 12"), or hi when there is none.
 func phoneExtension(text []byte, hi int) int {
+	// Most numbers are followed by neither a letter nor a blank and one
+	// (a separator, a digit group, the end of a line): that is settled
+	// here, small enough to be inlined in the callers' loops.
+	if hi >= len(text) || !extLead[text[hi]] && (text[hi] != ' ' || hi+1 >= len(text) || !extLead[text[hi+1]] && text[hi+1] != ' ') {
+		return hi
+	}
+	return phoneExtensionWord(text, hi)
+}
+
+// extLead marks the bytes an extension word starts with: x, e, p in
+// either case.
+var extLead = func() (t [256]bool) {
+	for _, c := range []byte("xXeEpP") {
+		t[c] = true
+	}
+	return t
+}()
+
+// phoneExtensionWord is phoneExtension past its first test.
+func phoneExtensionWord(text []byte, hi int) int {
 	i := hi
 	for i < len(text) && i-hi < 2 && text[i] == ' ' {
 		i++
@@ -675,24 +704,22 @@ var testCards = map[string]bool{
 	"4000000000000077": true, "4000000760000002": true, "4000001240000000": true, "4000002500001001": true,
 }
 
-// cardIssuer reports whether d starts with an issuer range of a length it
-// issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
+// cardIssuer reports whether a card number of n digits whose first four
+// make p4 starts with an issuer range of a length it issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
 // UATP). The ranges and lengths are the issuer identification numbers of
 // ISO/IEC 7812 as the card networks publish them, collected in the table of
 // Wikipedia's "Payment card number" article: UATP 1 (15 digits); JCB
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
-func cardIssuer(d []byte) bool {
-	n := len(d)
-	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
-	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
+func cardIssuer(p4, n int) bool {
+	p2 := p4 / 100
 	p3 := p4 / 10
 	switch {
 	case p4 == 1800, p4 == 2131:
 		return n == 15 // JCB
-	case d[0] == '1':
+	case p2 >= 10 && p2 < 20:
 		return n == 15 // UATP
-	case d[0] == '4':
+	case p2 >= 40 && p2 < 50:
 		return n == 13 || n == 16 || n == 19
 	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720:
 		return n == 16
@@ -715,16 +742,28 @@ func cardIssuer(d []byte) bool {
 func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
+	pa, p4 := -1, 0 // the first four digits of the ranges from group pa
 	c.groupRanges(12, 19, func(a, b int) bool {
 		if f := text[c.groups[a].lo]; f < '1' || f > '6' || !c.sameSeps(a, b, " -") {
 			return false // no issuer range starts with 0, 7, 8 or 9
+		}
+		// The issuer range and length, from the first four digits, reject
+		// most ranges before the digits are copied.
+		if a != pa {
+			pa, p4 = a, 0
+			for k := 0; k < 4; k++ {
+				p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
+			}
+		}
+		if !cardIssuer(p4, c.ndigits(a, b)) {
+			return false
 		}
 		lo, hi := c.spanOf(a, b)
 		if !boundaryOK(text, lo, hi) {
 			return false
 		}
 		dg := c.digits(text, a, b, buf[:0])
-		if !cardIssuer(dg) || !luhn(dg) {
+		if !luhn(dg) {
 			return false
 		}
 		if (len(dg) == 12 || dg[0] == '1') && !st.hasContext(d, lo, hi, 64) {
