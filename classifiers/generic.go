@@ -542,21 +542,16 @@ func containsFold(v, s []byte) bool {
 	if len(s) == 0 {
 		return true
 	}
-	var lb [128]byte
-	if len(s) > len(lb) {
-		return bytes.Contains(asciiLowerBytes(nil, v), asciiLowerBytes(nil, s))
-	}
-	ls := asciiLowerBytes(lb[:0], s)
-	first := ls[0]
-	for i := 0; i+len(ls) <= len(v); i++ {
+	first := asciiFold[s[0]]
+	for i := 0; i+len(s) <= len(v); i++ {
 		if asciiFold[v[i]] != first {
 			continue
 		}
 		j := 1
-		for j < len(ls) && asciiFold[v[i+j]] == ls[j] {
+		for j < len(s) && asciiFold[v[i+j]] == asciiFold[s[j]] {
 			j++
 		}
-		if j == len(ls) {
+		if j == len(s) {
 			return true
 		}
 	}

@@ -96,6 +96,9 @@ func reservedDomain(dom string) bool {
 
 // reservedDomainASCII is reservedDomain for a lower-case ASCII domain.
 func reservedDomainASCII(dom []byte) bool {
+	if len(dom) == 0 || !reservedLast[dom[len(dom)-1]] {
+		return false // every name below ends with a byte of reservedLast
+	}
 	for _, r := range reservedDomains {
 		if len(dom) >= len(r) && string(dom[len(dom)-len(r):]) == r && (len(dom) == len(r) || dom[len(dom)-len(r)-1] == '.') {
 			return true
@@ -108,6 +111,14 @@ func reservedDomainASCII(dom []byte) bool {
 	}
 	return false
 }
+
+// reservedLast marks the last bytes of reservedDomains and reservedTLDs.
+var reservedLast = func() (t [256]bool) {
+	for _, r := range append(append([]string{}, reservedDomains...), reservedTLDs...) {
+		t[r[len(r)-1]] = true
+	}
+	return t
+}()
 
 // emailAt checks for an e-mail address around the '@' at i.
 func (st *scanState) emailAt(i int) {
@@ -739,23 +750,41 @@ func cardIssuer(p4, n int) bool {
 	return false
 }
 
+// cardSepRun returns the last group b for which c.sameSeps(a, b, " -")
+// holds: the groups a..b are joined by one kind of separator, a single
+// space or dash.
+func cardSepRun(c *numCand, a int) int {
+	b := a
+	if a+1 < len(c.groups) {
+		if s := c.seps[a]; s == ' ' || s == '-' {
+			for b+1 < len(c.groups) && c.seps[b] == s && c.sepLens[b] == 1 {
+				b++
+			}
+		}
+	}
+	return b
+}
+
 func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
-	pa, p4 := -1, 0 // the first four digits of the ranges from group pa
+	// For the ranges from group pa: p4 is their first four digits, and
+	// sepTo the last group b for which c.sameSeps(pa, b, " -") holds (the
+	// groups a..sepTo are joined by one kind of single space or dash).
+	pa, p4, sepTo := -1, 0, 0
 	c.groupRanges(12, 19, func(a, b int) bool {
-		if f := text[c.groups[a].lo]; f < '1' || f > '6' || !c.sameSeps(a, b, " -") {
+		if f := text[c.groups[a].lo]; f < '1' || f > '6' {
 			return false // no issuer range starts with 0, 7, 8 or 9
 		}
-		// The issuer range and length, from the first four digits, reject
-		// most ranges before the digits are copied.
 		if a != pa {
-			pa, p4 = a, 0
+			pa, p4, sepTo = a, 0, cardSepRun(c, a)
 			for k := 0; k < 4; k++ {
 				p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
 			}
 		}
-		if !cardIssuer(p4, c.ndigits(a, b)) {
+		// The separators and the issuer range and length reject most
+		// ranges before the digits are copied.
+		if b > sepTo || !cardIssuer(p4, c.ndigits(a, b)) {
 			return false
 		}
 		lo, hi := c.spanOf(a, b)
@@ -1180,7 +1209,7 @@ func standardBlock(text []byte, hi int, a netip.Addr) bool {
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
 	dots := 0 // an address needs three
-	for g := 0; g+1 < len(c.groups); g++ {
+	for g := 0; g+1 < len(c.groups) && dots < 3; g++ {
 		if c.seps[g] == '.' {
 			dots++
 		}

@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"testing"
 )
@@ -170,4 +171,49 @@ func FuzzPhoneExtension(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCardSepRun compares cardSepRun with sameSeps on the candidates of
+// random digit groups joined by every kind of separator.
+func TestCardSepRun(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	seps := []string{" ", "-", ".", "  ", "- ", "(", ")", " -"}
+	var c numCand
+	for range 20000 {
+		var b []byte
+		for g := 1 + r.IntN(8); g > 0; g-- {
+			for k := 1 + r.IntN(5); k > 0; k-- {
+				b = append(b, byte('0'+r.IntN(10)))
+			}
+			if g > 1 {
+				b = append(b, seps[r.IntN(len(seps))]...)
+			}
+		}
+		c.parse(b, 0)
+		for a := range c.groups {
+			to := cardSepRun(&c, a)
+			for bb := a; bb < len(c.groups); bb++ {
+				if got, want := bb <= to, c.sameSeps(a, bb, " -"); got != want {
+					t.Fatalf("%q: groups %d..%d joined: %v, sameSeps says %v", b, a, bb, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestReservedLast checks reservedDomainASCII's last-byte filter against
+// reservedDomain on the reserved names, their suffixes and other domains.
+func TestReservedLast(t *testing.T) {
+	doms := []string{"", "a", "m", "acme-corp12.fr", "mail.example.com", "example.com", "xexample.com", "a.test", "test",
+		"local", "a.localhost", "b.invalid", "example.edu", "x.example", "example", "examplf.com"}
+	for _, r := range append(append([]string{}, reservedDomains...), reservedTLDs...) {
+		for k := range r {
+			doms = append(doms, r[k:], "w"+r[k:], "w."+r[k:])
+		}
+	}
+	for _, d := range doms {
+		if got, want := reservedDomainASCII([]byte(d)), reservedDomain(d); got != want {
+			t.Errorf("reservedDomainASCII(%q) = %v, reservedDomain says %v", d, got, want)
+		}
+	}
 }
