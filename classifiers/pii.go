@@ -915,7 +915,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	// Corsica: "2 85 05 2A 006 084 36" breaks the digit run at the letter;
 	// the candidate then starts at the sex digit and we read the rest here.
 	g0 := c.groups[0]
-	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
+	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) && corsicaLetter(text, c) {
 		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " .", buf[:0]); ok && bytes.ContainsAny(v, "AB") && validNIR(v) {
 			st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return
@@ -936,6 +936,21 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 		st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
+}
+
+// corsicaLetter reports whether readCompact, reading on from the
+// candidate c, can meet a letter (the A or B of Corsica's 2A, 2B). It
+// reads the digit groups of c and single '.' or ' ' between them; the
+// candidate ended where neither a digit nor up to three separators then a
+// digit followed, so the first byte that is not a digit or a separator
+// readCompact takes is at c.end, or just past one separator there. A
+// candidate cut at maxGroups may go on: readCompact decides.
+func corsicaLetter(text []byte, c *numCand) bool {
+	e := c.end
+	if len(c.groups) >= maxGroups {
+		return true
+	}
+	return e < len(text) && (isAlpha(text[e]) || (text[e] == ' ' || text[e] == '.') && e+1 < len(text) && isAlpha(text[e+1]))
 }
 
 // readCompact reads n alphanumerics from text[lo:], skipping single

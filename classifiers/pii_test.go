@@ -1,6 +1,7 @@
 package classifiers
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -215,5 +216,39 @@ func TestReservedLast(t *testing.T) {
 		if got, want := reservedDomainASCII([]byte(d)), reservedDomain(d); got != want {
 			t.Errorf("reservedDomainASCII(%q) = %v, reservedDomain says %v", d, got, want)
 		}
+	}
+}
+
+// TestCorsicaLetter checks that when corsicaLetter says no letter can be
+// met, readCompact's value from the candidate's start holds no A or B,
+// on random digits, separators and letters.
+func TestCorsicaLetter(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const alphabet = "0123456789012345678901234567890123456789 . .-()ABabXz"
+	var c numCand
+	met := 0
+	for range 100000 {
+		b := make([]byte, 1+r.IntN(40))
+		for k := range b {
+			b[k] = alphabet[r.IntN(len(alphabet))]
+		}
+		for i := 0; i < len(b); i++ {
+			if !isDigit(b[i]) || i > 0 && isDigit(b[i-1]) {
+				continue
+			}
+			c.parse(b, i)
+			var buf [24]byte
+			_, _, v, ok := readCompact(b, c.groups[0].lo, 15, " .", buf[:0])
+			letter := ok && bytes.ContainsAny(v, "AB")
+			if letter {
+				met++
+			}
+			if letter && !corsicaLetter(b, &c) {
+				t.Fatalf("%q at %d: readCompact reads %q, corsicaLetter says no letter", b, i, v)
+			}
+		}
+	}
+	if met == 0 {
+		t.Fatal("no value with a letter read")
 	}
 }
