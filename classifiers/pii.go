@@ -1028,8 +1028,10 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if lo >= 1 && text[lo+1] == ' ' {
 		lo--
 	}
-	if lo < 0 || !isAlpha(text[lo]) || c.cum[len(c.groups)] < 6 {
-		return // validNINO needs a letter first, then six digits (from this candidate)
+	if lo < 0 || !isAlpha(text[lo]) || c.cum[len(c.groups)] != 6 {
+		// validNINO needs a letter first, then six digits and a letter:
+		// a candidate of six digits, as the letter ends it.
+		return
 	}
 	var buf [16]byte
 	start, hi, v, ok := readCompact(text, lo, 9, " ", buf[:0])

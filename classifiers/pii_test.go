@@ -252,3 +252,43 @@ func TestCorsicaLetter(t *testing.T) {
 		t.Fatal("no value with a letter read")
 	}
 }
+
+// TestNINODigits checks that every NINO read as ninoNumeric reads it (two
+// letters, digits from the candidate, a letter, single spaces) comes from
+// a candidate of exactly six digits, on random letters, digits and
+// separators.
+func TestNINODigits(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const alphabet = "0123456789012345678901234567890123456789  .-ABCDAJKLab"
+	var c numCand
+	met := 0
+	for range 200000 {
+		b := make([]byte, 1+r.IntN(24))
+		for k := range b {
+			b[k] = alphabet[r.IntN(len(alphabet))]
+		}
+		for i := 2; i < len(b); i++ {
+			if !isDigit(b[i]) || isDigit(b[i-1]) {
+				continue
+			}
+			c.parse(b, i)
+			for _, lo := range []int{i - 2, i - 3} {
+				if lo < 0 {
+					continue
+				}
+				var buf [16]byte
+				_, _, v, ok := readCompact(b, lo, 9, " ", buf[:0])
+				if !ok || !validNINO(string(v)) || v[2] != b[i] {
+					continue
+				}
+				met++
+				if c.cum[len(c.groups)] != 6 {
+					t.Fatalf("%q from %d: NINO %q from a candidate of %d digits", b, lo, v, c.cum[len(c.groups)])
+				}
+			}
+		}
+	}
+	if met == 0 {
+		t.Fatal("no NINO read")
+	}
+}
