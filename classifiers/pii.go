@@ -304,8 +304,13 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if a > 0 && (c.seps[a-1] == '-' || c.seps[a-1] == '.') {
 			return false
 		}
-		end := phoneExtension(text, hi) // past an extension: x309, ext. 72
-		if !boundaryOK(text, lo, end) || (lo > 0 && text[lo-1] == '.') || (end < len(text) && text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
+		end := hi // past an extension: x309, ext. 72
+		if mayExtend(text, hi) {
+			end = phoneExtensionWord(text, hi)
+		}
+		// boundaryOK(text, lo, end), written out: this runs for most ranges
+		if lo > 0 && (isWordByte(text[lo-1]) || text[lo-1] == '.') ||
+			end < len(text) && (isWordByte(text[end]) || text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
 			return false
 		}
 		if !c.plus && idTail(text, lo) {
@@ -451,13 +456,18 @@ func localPhoneCue(text []byte, lo int) bool {
 // ending at text[hi] ends ("x309", " x 5", " ext. 72", " extension 4",
 // " poste 12"), or hi when there is none.
 func phoneExtension(text []byte, hi int) int {
-	// Most numbers are followed by neither a letter nor a blank and one
-	// (a separator, a digit group, the end of a line): that is settled
-	// here, small enough to be inlined in the callers' loops.
-	if hi >= len(text) || !extLead[text[hi]] && (text[hi] != ' ' || hi+1 >= len(text) || !extLead[text[hi+1]] && text[hi+1] != ' ') {
+	if !mayExtend(text, hi) {
 		return hi
 	}
 	return phoneExtensionWord(text, hi)
+}
+
+// mayExtend is phoneExtension's first test, small enough to be inlined in
+// the loops over digit ranges: an extension takes a letter and a digit at
+// least, and starts with x, e or p, or a blank then one, so a number
+// followed by a blank and a digit, or by anything else, has none.
+func mayExtend(text []byte, hi int) bool {
+	return hi+1 < len(text) && (extLead[text[hi]] || text[hi] == ' ' && !isDigit(text[hi+1]))
 }
 
 // extLead marks the bytes an extension word starts with: x, e, p in
@@ -723,31 +733,42 @@ var testCards = map[string]bool{
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
 func cardIssuer(p4, n int) bool {
+	return n < 32 && cardLengths(p4)>>n&1 != 0
+}
+
+// cardLengths is the set of lengths cardIssuer accepts after the first
+// four digits p4, bit n for n digits.
+func cardLengths(p4 int) uint32 {
+	const (
+		len12to19 = 0xff << 12
+		len14to19 = 0x3f << 14
+		len16to19 = 0xf << 16
+	)
 	p2 := p4 / 100
 	p3 := p4 / 10
 	switch {
 	case p4 == 1800, p4 == 2131:
-		return n == 15 // JCB
+		return 1 << 15 // JCB
 	case p2 >= 10 && p2 < 20:
-		return n == 15 // UATP
+		return 1 << 15 // UATP
 	case p2 >= 40 && p2 < 50:
-		return n == 13 || n == 16 || n == 19
+		return 1<<13 | 1<<16 | 1<<19
 	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720:
-		return n == 16
+		return 1 << 16
 	case p2 == 34 || p2 == 37:
-		return n == 15
+		return 1 << 15
 	case p4 == 6011, p2 == 65, p3 >= 644 && p3 <= 649:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p4 >= 3528 && p4 <= 3589:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p3 >= 300 && p3 <= 305, p2 == 36, p2 == 38, p2 == 39:
-		return n >= 14 && n <= 19
+		return len14to19
 	case p2 == 62:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p2 == 50, p2 >= 56 && p2 <= 69:
-		return n >= 12 && n <= 19
+		return len12to19
 	}
-	return false
+	return 0
 }
 
 // cardSepRun returns the last group b for which c.sameSeps(a, b, " -")
@@ -768,28 +789,29 @@ func cardSepRun(c *numCand, a int) int {
 func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
-	// For the ranges from group pa: p4 is their first four digits, and
-	// sepTo the last group b for which c.sameSeps(pa, b, " -") holds (the
-	// groups a..sepTo are joined by one kind of single space or dash).
-	pa, p4, sepTo := -1, 0, 0
+	// For the ranges from group pa: lens is the set of lengths the issuer
+	// of their first four digits issues (cardLengths), and sepTo the last
+	// group b for which c.sameSeps(pa, b, " -") holds.
+	pa, lens, sepTo := -1, uint32(0), 0
 	c.groupRanges(12, 19, func(a, b int) bool {
 		if f := text[c.groups[a].lo]; f < '1' || f > '6' {
 			return false // no issuer range starts with 0, 7, 8 or 9
 		}
 		if a != pa {
-			pa, p4, sepTo = a, 0, cardSepRun(c, a)
+			p4 := 0
 			for k := 0; k < 4; k++ {
 				p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
 			}
+			pa, lens, sepTo = a, cardLengths(p4), cardSepRun(c, a)
 		}
 		// The separators and the issuer range and length reject most
 		// ranges before the digits are copied.
-		if b > sepTo || !cardIssuer(p4, c.ndigits(a, b)) {
+		if b > sepTo || lens>>c.ndigits(a, b)&1 == 0 {
 			return false
 		}
 		lo, hi := c.spanOf(a, b)
-		if !boundaryOK(text, lo, hi) {
-			return false
+		if lo > 0 && isWordByte(text[lo-1]) || hi < len(text) && isWordByte(text[hi]) {
+			return false // glued to a word or number (boundaryOK)
 		}
 		dg := c.digits(text, a, b, buf[:0])
 		if !luhn(dg) {
