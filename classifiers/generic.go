@@ -1,6 +1,9 @@
 package classifiers
 
-import "bytes"
+import (
+	"bytes"
+	"math/bits"
+)
 
 // The generic-assignment grammar of secret.generic. A keyword hit
 // (genericKeys, through the Aho-Corasick prefilter) is read as
@@ -641,6 +644,22 @@ func maskedValue(v []byte) bool {
 	return false
 }
 
+// valueBits is charClass with valueMask added for the bytes of maskByte.
+var valueBits = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = charClass[c]
+		if maskByte[c] {
+			t[c] |= valueMask
+		}
+	}
+	return t
+}()
+
+const (
+	valueClasses = 0x0f // the charClass bits
+	valueMask    = 0x10
+)
+
 // maskByte marks the bytes maskedValue looks at: x, X, '*', '.', '<',
 // '>', '%' and 0xE2 (the first byte of "…" and "•").
 var maskByte = func() (t [256]bool) {
@@ -664,7 +683,13 @@ func genericValueOK(st *scanState, r genericRead, val []byte) (float64, bool) {
 	if val[0] == '/' || val[0] == '~' || constantValue(val) || wordyValue(val) || namesItself(st.text, r, val) {
 		return 0, false // paths, constants, prose, names
 	}
-	if charClasses(val) < 2 || placeholderBytes(val) || maskedValue(val) {
+	// One pass gives the character classes (charClasses) and whether
+	// any byte maskedValue looks at is present: most secrets hold none.
+	var m uint8
+	for _, c := range val {
+		m |= valueBits[c]
+	}
+	if bits.OnesCount8(m&valueClasses) < 2 || placeholderBytes(val) || m&valueMask != 0 && maskedValue(val) {
 		return 0, false
 	}
 	h := st.s.entropy.of(val)

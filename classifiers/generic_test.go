@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -587,8 +588,20 @@ func FuzzMaskedValueSkip(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		if got, want := maskedValue(v), maskedValueByteByByte(v); got != want {
+		got := maskedValue(v)
+		if want := maskedValueByteByByte(v); got != want {
 			t.Fatalf("maskedValue(%q) = %v, byte by byte %v", v, got, want)
+		}
+		// genericValueOK skips maskedValue when valueBits shows no mask byte
+		var m uint8
+		for _, c := range v {
+			m |= valueBits[c]
+		}
+		if got && m&valueMask == 0 {
+			t.Fatalf("maskedValue(%q) holds without a byte of maskByte", v)
+		}
+		if n := bits.OnesCount8(m & valueClasses); n != charClasses(v) {
+			t.Fatalf("valueBits gives %d classes for %q, charClasses %d", n, v, charClasses(v))
 		}
 	})
 }

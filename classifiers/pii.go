@@ -1289,15 +1289,18 @@ func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(
 func parseIPv4(text []byte, groups []span) (netip.Addr, bool) {
 	var ip [4]byte
 	for k, g := range groups {
-		n := g.hi - g.lo
-		if n < 1 || n > 3 || (n > 1 && text[g.lo] == '0') {
+		var v int
+		switch g.hi - g.lo {
+		case 1:
+			v = int(text[g.lo] - '0')
+		case 2:
+			v = int(text[g.lo]-'0')*10 + int(text[g.lo+1]-'0')
+		case 3:
+			v = int(text[g.lo]-'0')*100 + int(text[g.lo+1]-'0')*10 + int(text[g.lo+2]-'0')
+		default:
 			return netip.Addr{}, false
 		}
-		v := 0
-		for _, ch := range text[g.lo:g.hi] {
-			v = v*10 + int(ch-'0')
-		}
-		if v > 255 {
+		if v > 255 || (g.hi-g.lo > 1 && text[g.lo] == '0') {
 			return netip.Addr{}, false
 		}
 		ip[k] = byte(v)

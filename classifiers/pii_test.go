@@ -3,6 +3,7 @@ package classifiers
 import (
 	"bytes"
 	"math/rand/v2"
+	"net/netip"
 	"strconv"
 	"testing"
 )
@@ -290,5 +291,34 @@ func TestNINODigits(t *testing.T) {
 	}
 	if met == 0 {
 		t.Fatal("no NINO read")
+	}
+}
+
+// TestParseIPv4 compares parseIPv4 with netip.ParseAddr on dotted quads
+// of one to four digits, leading zeros and values over 255 among them.
+func TestParseIPv4(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var c numCand
+	for range 100000 {
+		var b []byte
+		for g := 0; g < 4; g++ {
+			if g > 0 {
+				b = append(b, '.')
+			}
+			n := 1 + r.IntN(4)
+			for k := 0; k < n; k++ {
+				d := r.IntN(10)
+				if k == 0 && r.IntN(3) == 0 {
+					d = r.IntN(3)
+				}
+				b = append(b, byte('0'+d))
+			}
+		}
+		c.parse(b, 0)
+		got, ok := parseIPv4(b, c.groups)
+		want, err := netip.ParseAddr(string(b))
+		if ok != (err == nil) || ok && got != want {
+			t.Fatalf("parseIPv4(%q) = %v, %v; netip.ParseAddr: %v, %v", b, got, ok, want, err)
+		}
 	}
 }
