@@ -334,6 +334,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			for g := a; g <= b; g++ {
 				if c.groups[g].hi-c.groups[g].lo > 5 {
 					formatted = false
+					break
 				}
 			}
 		}
@@ -733,8 +734,16 @@ var testCards = map[string]bool{
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
 func cardIssuer(p4, n int) bool {
-	return n < 32 && cardLengths(p4)>>n&1 != 0
+	return n < 32 && cardLengthTable[p4]>>n&1 != 0
 }
+
+// cardLengthTable is cardLengths of every four-digit prefix (read only).
+var cardLengthTable = func() (t [10000]uint32) {
+	for p4 := range t {
+		t[p4] = cardLengths(p4)
+	}
+	return t
+}()
 
 // cardLengths is the set of lengths cardIssuer accepts after the first
 // four digits p4, bit n for n digits.
@@ -799,10 +808,14 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 		}
 		if a != pa {
 			p4 := 0
-			for k := 0; k < 4; k++ {
-				p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
+			if g := c.groups[a]; g.hi-g.lo >= 4 {
+				p4 = int(text[g.lo]-'0')*1000 + int(text[g.lo+1]-'0')*100 + int(text[g.lo+2]-'0')*10 + int(text[g.lo+3]-'0')
+			} else {
+				for k := 0; k < 4; k++ {
+					p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
+				}
 			}
-			pa, lens, sepTo = a, cardLengths(p4), cardSepRun(c, a)
+			pa, lens, sepTo = a, cardLengthTable[p4], cardSepRun(c, a)
 		}
 		// The separators and the issuer range and length reject most
 		// ranges before the digits are copied.
