@@ -322,3 +322,14 @@ func TestParseIPv4(t *testing.T) {
 		}
 	}
 }
+
+func FuzzEntropyTable(f *testing.F) {
+	tab := newEntropyTable()
+	f.Add([]byte("Xk9#mP2$v123456Lq7"))
+	f.Add([]byte("\x00\x00\xff\x80"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, want := tab.of(v), shannon(v); got != want {
+			t.Fatalf("entropyTable.of(%q) = %v, shannon %v", v, got, want)
+		}
+	})
+}
