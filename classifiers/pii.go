@@ -1260,6 +1260,9 @@ func standardBlock(text []byte, hi int, a netip.Addr) bool {
 // ipv4Ranges reports the dotted quads of c whose address want accepts.
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
+	if bytes.IndexByte(c.seps, '.') < 0 {
+		return // most candidates: no dot at all
+	}
 	dots := 0 // an address needs three
 	for g := 0; g+1 < len(c.groups) && dots < 3; g++ {
 		if c.seps[g] == '.' {
