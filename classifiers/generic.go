@@ -1,6 +1,9 @@
 package classifiers
 
-import "bytes"
+import (
+	"bytes"
+	"math/bits"
+)
 
 // The generic-assignment grammar of secret.generic. A keyword hit
 // (genericKeys, through the Aho-Corasick prefilter) is read as
@@ -512,27 +515,50 @@ func constantValue(v []byte) bool {
 }
 
 // namesItself reports a value that holds its key's name or keyword
-// (encryptionKey: "encryptionKey1024", _authToken=MYTOKEN1).
+// (encryptionKey: "encryptionKey1024", _authToken=MYTOKEN1), ignoring
+// ASCII case. The keyword lies inside the key name, so a value holding the
+// name holds the keyword: when the keyword is long enough to count (5
+// bytes) it alone is searched for, else the name is.
 func namesItself(text []byte, r genericRead, val []byte) bool {
-	var vb [256]byte
-	var kb [genericKeyMax*2 + 8]byte
-	if len(val) > len(vb) {
+	if len(val) > 256 {
 		return false
 	}
-	key := text[r.ks:r.ke]
-	for len(key) > 0 && (key[0] == '_' || key[0] == '-' || key[0] == '.' || key[0] == '$') {
-		key = key[1:] // bytes.TrimLeft(key, "_-.$") without building its set
+	ks := r.ks
+	for ks < r.ke && (text[ks] == '_' || text[ks] == '-' || text[ks] == '.' || text[ks] == '$') {
+		ks++ // bytes.TrimLeft(key, "_-.$") without building its set
 	}
-	kw := text[r.kwLo:r.kwHi]
+	key, kw := text[ks:r.ke], text[r.kwLo:r.kwHi]
 	keyIn, kwIn := len(key) >= 5 && len(key) <= len(val), len(kw) >= 5 && len(kw) <= len(val)
-	if !keyIn && !kwIn {
-		return false // neither fits in the value
+	if ks > r.kwLo || r.kwHi > r.ke {
+		// the keyword is not inside the name: both are searched
+		return keyIn && containsFold(val, key) || kwIn && containsFold(val, kw)
 	}
-	lv := asciiLowerBytes(vb[:0], val)
-	if keyIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], key)) {
+	if len(kw) >= 5 {
+		return kwIn && containsFold(val, kw)
+	}
+	return keyIn && containsFold(val, key)
+}
+
+// containsFold reports whether v holds s, ASCII case ignored (other bytes
+// compare as they are).
+func containsFold(v, s []byte) bool {
+	if len(s) == 0 {
 		return true
 	}
-	return kwIn && bytes.Contains(lv, asciiLowerBytes(kb[:0], kw))
+	first := asciiFold[s[0]]
+	for i := 0; i+len(s) <= len(v); i++ {
+		if asciiFold[v[i]] != first {
+			continue
+		}
+		j := 1
+		for j < len(s) && asciiFold[v[i+j]] == asciiFold[s[j]] {
+			j++
+		}
+		if j == len(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // jenkinsSecret reports a Jenkins encrypted secret, {base64}, whose braces
@@ -563,10 +589,18 @@ func hasVowel(w []byte) bool {
 // runs of x or *, an ellipsis, <...> or printf verbs.
 func maskedValue(v []byte) bool {
 	// One pass: runs of x (either case), '*' and '.', "…" and "•••", a
-	// '<' before the first '>', and '%' before s, d or v.
+	// '<' before the first '>', and '%' before s, d or v. A byte that none
+	// of these uses (maskByte) only ends the runs.
 	xs, stars, dots := 0, 0, 0
 	lt, gt := false, false // a '<' seen; the first '>' seen
 	for i := 0; i < len(v); i++ {
+		if !maskByte[v[i]] {
+			for i+1 < len(v) && !maskByte[v[i+1]] {
+				i++
+			}
+			xs, stars, dots = 0, 0, 0
+			continue
+		}
 		c := v[i]
 		if c|0x20 == 'x' {
 			if xs++; xs == 4 {
@@ -610,6 +644,31 @@ func maskedValue(v []byte) bool {
 	return false
 }
 
+// valueBits is charClass with valueMask added for the bytes of maskByte.
+var valueBits = func() (t [256]uint8) {
+	for c := range t {
+		t[c] = charClass[c]
+		if maskByte[c] {
+			t[c] |= valueMask
+		}
+	}
+	return t
+}()
+
+const (
+	valueClasses = 0x0f // the charClass bits
+	valueMask    = 0x10
+)
+
+// maskByte marks the bytes maskedValue looks at: x, X, '*', '.', '<',
+// '>', '%' and 0xE2 (the first byte of "…" and "•").
+var maskByte = func() (t [256]bool) {
+	for _, c := range []byte("xX*.<>%\xe2") {
+		t[c] = true
+	}
+	return t
+}()
+
 // genericValueOK is the value model: long enough, not code, not a
 // placeholder or mask, mixed characters and enough entropy.
 func genericValueOK(st *scanState, r genericRead, val []byte) (float64, bool) {
@@ -624,7 +683,13 @@ func genericValueOK(st *scanState, r genericRead, val []byte) (float64, bool) {
 	if val[0] == '/' || val[0] == '~' || constantValue(val) || wordyValue(val) || namesItself(st.text, r, val) {
 		return 0, false // paths, constants, prose, names
 	}
-	if charClasses(val) < 2 || placeholderBytes(val) || maskedValue(val) {
+	// One pass gives the character classes (charClasses) and whether
+	// any byte maskedValue looks at is present: most secrets hold none.
+	var m uint8
+	for _, c := range val {
+		m |= valueBits[c]
+	}
+	if bits.OnesCount8(m&valueClasses) < 2 || placeholderBytes(val) || m&valueMask != 0 && maskedValue(val) {
 		return 0, false
 	}
 	h := st.s.entropy.of(val)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"strings"
@@ -440,6 +441,167 @@ func FuzzMaskedValue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v []byte) {
 		if got, want := maskedValue(v), maskedValueSpec(v); got != want {
 			t.Fatalf("maskedValue = %v, its definition says %v", got, want)
+		}
+	})
+}
+
+// namesItselfSpec is namesItself's definition: the value, lower-cased,
+// holds the lower-cased key name (trimmed of leading "_-.$") or keyword,
+// either counted only when at least 5 bytes long and no longer than the
+// value; values over 256 bytes never do.
+func namesItselfSpec(text []byte, r genericRead, val []byte) bool {
+	if len(val) > 256 {
+		return false
+	}
+	key := bytes.TrimLeft(text[r.ks:r.ke], "_-.$")
+	kw := text[r.kwLo:r.kwHi]
+	lv := asciiLowerBytes(nil, val)
+	return len(key) >= 5 && len(key) <= len(val) && bytes.Contains(lv, asciiLowerBytes(nil, key)) ||
+		len(kw) >= 5 && len(kw) <= len(val) && bytes.Contains(lv, asciiLowerBytes(nil, kw))
+}
+
+// TestNamesItself compares namesItself with its definition on the values
+// readGeneric reads from assignments whose value repeats the key, the
+// keyword or neither, in every case, and on key and keyword spans that do
+// not nest.
+func TestNamesItself(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{`encryptionKey = "encryptionKey1024"`, true},
+		{`_authToken=MYTOKEN1abc`, true},
+		{`_authToken=xyAUTHTOKENz`, true},
+		{`GITHUB_TOKEN=ghp_aB3dE5fG7hJ9kL1mN3pQ0123456789`, false},
+		{`password = "Xk9#mP2$v123456Lq7"`, false},
+		{`password = "myPassWord99"`, true},
+		{`db_pwd = "xDB_PWDx12"`, true},
+		{`db_pwd = "xxpwd12345"`, false},
+		{`$$.api-key: "ab.API-KEYcd"`, true},
+		{`accessKey = "ACCESSKEY"`, true},
+		{`accessKey = "accesskex1"`, false},
+	} {
+		b := []byte(tc.text)
+		lb := asciiLowerBytes(nil, b)
+		checked := false
+		for _, k := range genericKeys {
+			j := bytes.Index(lb, []byte(k))
+			if j < 0 {
+				continue
+			}
+			r := readGeneric(b, j, j+len(k))
+			if !r.ok {
+				continue
+			}
+			checked = true
+			val := b[r.lo:r.hi]
+			got, spec := namesItself(b, r, val), namesItselfSpec(b, r, val)
+			if got != spec || got != tc.want {
+				t.Errorf("namesItself(%q, kw %q) = %v, its definition says %v, want %v", tc.text, k, got, spec, tc.want)
+			}
+		}
+		if !checked {
+			t.Errorf("%q: no assignment read", tc.text)
+		}
+	}
+	// spans as readGeneric never makes them: the keyword outside the name
+	text := []byte("_tokenXYZ = aTOKENxyz99")
+	for _, r := range []genericRead{
+		{ks: 0, ke: 9, kwLo: 12, kwHi: 23}, {ks: 1, ke: 4, kwLo: 0, kwHi: 6}, {ks: 0, ke: 6, kwLo: 3, kwHi: 9},
+		{ks: 0, ke: 0, kwLo: 0, kwHi: 0},
+	} {
+		for _, val := range []string{"aTOKENxyz99", "tokenxyz", "_tokenx", "XYZ = aTOKENxyz99", "abc"} {
+			if got, spec := namesItself(text, r, []byte(val)), namesItselfSpec(text, r, []byte(val)); got != spec {
+				t.Errorf("namesItself(%+v, %q) = %v, its definition says %v", r, val, got, spec)
+			}
+		}
+	}
+}
+
+func FuzzNamesItself(f *testing.F) {
+	f.Add([]byte("_authToken=MYTOKEN1"), 0, 10, 1, 10, []byte("myauthtoken"))
+	f.Add([]byte("x.Pwd=x"), 0, 5, 2, 5, []byte("aaPWDbb"))
+	f.Fuzz(func(t *testing.T, text []byte, ks, ke, kwLo, kwHi int, val []byte) {
+		if ks < 0 || kwLo < 0 || ke < ks || kwHi < kwLo || ke > len(text) || kwHi > len(text) {
+			return
+		}
+		r := genericRead{ok: true, ks: ks, ke: ke, kwLo: kwLo, kwHi: kwHi}
+		if got, spec := namesItself(text, r, val), namesItselfSpec(text, r, val); got != spec {
+			t.Fatalf("namesItself = %v, its definition says %v", got, spec)
+		}
+	})
+}
+
+// maskedValueByteByByte is maskedValue reading every byte through the
+// chain of compares, without skipping the bytes maskByte leaves out.
+func maskedValueByteByByte(v []byte) bool {
+	// One pass: runs of x (either case), '*' and '.', "…" and "•••", a
+	// '<' before the first '>', and '%' before s, d or v.
+	xs, stars, dots := 0, 0, 0
+	lt, gt := false, false // a '<' seen; the first '>' seen
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c|0x20 == 'x' {
+			if xs++; xs == 4 {
+				return true
+			}
+			continue
+		}
+		xs = 0
+		if c == '*' {
+			if stars++; stars == 3 {
+				return true
+			}
+			continue
+		}
+		stars = 0
+		if c == '.' {
+			if dots++; dots == 3 {
+				return true
+			}
+			continue
+		}
+		dots = 0
+		switch c {
+		case '<':
+			lt = true
+		case '>':
+			if !gt && lt {
+				return true
+			}
+			gt = true
+		case '%':
+			if i+1 < len(v) && (v[i+1] == 's' || v[i+1] == 'd' || v[i+1] == 'v') {
+				return true
+			}
+		case 0xE2:
+			if bytes.HasPrefix(v[i:], []byte("…")) || bytes.HasPrefix(v[i:], []byte("•••")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func FuzzMaskedValueSkip(f *testing.F) {
+	for _, s := range []string{"sk-xXxX", "a>b<c>", "ab..X.", "•••", "a…", "%v", "**.*", "aaaa***bbbb"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got := maskedValue(v)
+		if want := maskedValueByteByByte(v); got != want {
+			t.Fatalf("maskedValue(%q) = %v, byte by byte %v", v, got, want)
+		}
+		// genericValueOK skips maskedValue when valueBits shows no mask byte
+		var m uint8
+		for _, c := range v {
+			m |= valueBits[c]
+		}
+		if got && m&valueMask == 0 {
+			t.Fatalf("maskedValue(%q) holds without a byte of maskByte", v)
+		}
+		if n := bits.OnesCount8(m & valueClasses); n != charClasses(v) {
+			t.Fatalf("valueBits gives %d classes for %q, charClasses %d", n, v, charClasses(v))
 		}
 	})
 }

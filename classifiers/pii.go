@@ -96,6 +96,9 @@ func reservedDomain(dom string) bool {
 
 // reservedDomainASCII is reservedDomain for a lower-case ASCII domain.
 func reservedDomainASCII(dom []byte) bool {
+	if len(dom) == 0 || !reservedLast[dom[len(dom)-1]] {
+		return false // every name below ends with a byte of reservedLast
+	}
 	for _, r := range reservedDomains {
 		if len(dom) >= len(r) && string(dom[len(dom)-len(r):]) == r && (len(dom) == len(r) || dom[len(dom)-len(r)-1] == '.') {
 			return true
@@ -108,6 +111,14 @@ func reservedDomainASCII(dom []byte) bool {
 	}
 	return false
 }
+
+// reservedLast marks the last bytes of reservedDomains and reservedTLDs.
+var reservedLast = func() (t [256]bool) {
+	for _, r := range append(append([]string{}, reservedDomains...), reservedTLDs...) {
+		t[r[len(r)-1]] = true
+	}
+	return t
+}()
 
 // emailAt checks for an e-mail address around the '@' at i.
 func (st *scanState) emailAt(i int) {
@@ -274,6 +285,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		}
 	}
 	found := false
+	last := len(c.groups) - 1
 	c.groupRanges(8, 15, func(a, b int) bool {
 		lo, hi := c.spanOf(a, b)
 		intl := false
@@ -281,11 +293,24 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			lo = c.start
 			intl = c.plus
 		}
+		// Without a context word, only an international range or the whole
+		// candidate not glued to a word can be reported (the checks below
+		// say so one by one): the slices of a longer number, most of the
+		// ranges tried, are rejected before anything else is read.
+		if !ctxNear && !intl && (a != 0 || b != last || gluedLeft) &&
+			!(c.ndigits(a, b) >= 11 && c.digitAt(text, a, 0) == '0' && c.digitAt(text, a, 1) == '0') {
+			return false
+		}
 		if a > 0 && (c.seps[a-1] == '-' || c.seps[a-1] == '.') {
 			return false
 		}
-		end := phoneExtension(text, hi) // past an extension: x309, ext. 72
-		if !boundaryOK(text, lo, end) || (lo > 0 && text[lo-1] == '.') || (end < len(text) && text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
+		end := hi // past an extension: x309, ext. 72
+		if mayExtend(text, hi) {
+			end = phoneExtensionWord(text, hi)
+		}
+		// boundaryOK(text, lo, end), written out: this runs for most ranges
+		if lo > 0 && (isWordByte(text[lo-1]) || text[lo-1] == '.') ||
+			end < len(text) && (isWordByte(text[end]) || text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
 			return false
 		}
 		if !c.plus && idTail(text, lo) {
@@ -309,6 +334,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 			for g := a; g <= b; g++ {
 				if c.groups[g].hi-c.groups[g].lo > 5 {
 					formatted = false
+					break
 				}
 			}
 		}
@@ -431,6 +457,31 @@ func localPhoneCue(text []byte, lo int) bool {
 // ending at text[hi] ends ("x309", " x 5", " ext. 72", " extension 4",
 // " poste 12"), or hi when there is none.
 func phoneExtension(text []byte, hi int) int {
+	if !mayExtend(text, hi) {
+		return hi
+	}
+	return phoneExtensionWord(text, hi)
+}
+
+// mayExtend is phoneExtension's first test, small enough to be inlined in
+// the loops over digit ranges: an extension takes a letter and a digit at
+// least, and starts with x, e or p, or a blank then one, so a number
+// followed by a blank and a digit, or by anything else, has none.
+func mayExtend(text []byte, hi int) bool {
+	return hi+1 < len(text) && (extLead[text[hi]] || text[hi] == ' ' && !isDigit(text[hi+1]))
+}
+
+// extLead marks the bytes an extension word starts with: x, e, p in
+// either case.
+var extLead = func() (t [256]bool) {
+	for _, c := range []byte("xXeEpP") {
+		t[c] = true
+	}
+	return t
+}()
+
+// phoneExtensionWord is phoneExtension past its first test.
+func phoneExtensionWord(text []byte, hi int) int {
 	i := hi
 	for i < len(text) && i-hi < 2 && text[i] == ' ' {
 		i++
@@ -675,56 +726,108 @@ var testCards = map[string]bool{
 	"4000000000000077": true, "4000000760000002": true, "4000001240000000": true, "4000002500001001": true,
 }
 
-// cardIssuer reports whether d starts with an issuer range of a length it
-// issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
+// cardIssuer reports whether a card number of n digits whose first four
+// make p4 starts with an issuer range of a length it issues (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay, Maestro,
 // UATP). The ranges and lengths are the issuer identification numbers of
 // ISO/IEC 7812 as the card networks publish them, collected in the table of
 // Wikipedia's "Payment card number" article: UATP 1 (15 digits); JCB
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
-func cardIssuer(d []byte) bool {
-	n := len(d)
-	p2 := int(d[0]-'0')*10 + int(d[1]-'0')
-	p4 := p2*100 + int(d[2]-'0')*10 + int(d[3]-'0')
+func cardIssuer(p4, n int) bool {
+	return n < 32 && cardLengthTable[p4]>>n&1 != 0
+}
+
+// cardLengthTable is cardLengths of every four-digit prefix (read only).
+var cardLengthTable = func() (t [10000]uint32) {
+	for p4 := range t {
+		t[p4] = cardLengths(p4)
+	}
+	return t
+}()
+
+// cardLengths is the set of lengths cardIssuer accepts after the first
+// four digits p4, bit n for n digits.
+func cardLengths(p4 int) uint32 {
+	const (
+		len12to19 = 0xff << 12
+		len14to19 = 0x3f << 14
+		len16to19 = 0xf << 16
+	)
+	p2 := p4 / 100
 	p3 := p4 / 10
 	switch {
 	case p4 == 1800, p4 == 2131:
-		return n == 15 // JCB
-	case d[0] == '1':
-		return n == 15 // UATP
-	case d[0] == '4':
-		return n == 13 || n == 16 || n == 19
+		return 1 << 15 // JCB
+	case p2 >= 10 && p2 < 20:
+		return 1 << 15 // UATP
+	case p2 >= 40 && p2 < 50:
+		return 1<<13 | 1<<16 | 1<<19
 	case p2 >= 51 && p2 <= 55, p4 >= 2221 && p4 <= 2720:
-		return n == 16
+		return 1 << 16
 	case p2 == 34 || p2 == 37:
-		return n == 15
+		return 1 << 15
 	case p4 == 6011, p2 == 65, p3 >= 644 && p3 <= 649:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p4 >= 3528 && p4 <= 3589:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p3 >= 300 && p3 <= 305, p2 == 36, p2 == 38, p2 == 39:
-		return n >= 14 && n <= 19
+		return len14to19
 	case p2 == 62:
-		return n >= 16 && n <= 19
+		return len16to19
 	case p2 == 50, p2 >= 56 && p2 <= 69:
-		return n >= 12 && n <= 19
+		return len12to19
 	}
-	return false
+	return 0
+}
+
+// cardSepRun returns the last group b for which c.sameSeps(a, b, " -")
+// holds: the groups a..b are joined by one kind of separator, a single
+// space or dash.
+func cardSepRun(c *numCand, a int) int {
+	b := a
+	if a+1 < len(c.groups) {
+		if s := c.seps[a]; s == ' ' || s == '-' {
+			for b+1 < len(c.groups) && c.seps[b] == s && c.sepLens[b] == 1 {
+				b++
+			}
+		}
+	}
+	return b
 }
 
 func cardNumeric(st *scanState, d *detector, c *numCand) {
 	text := st.text
 	var buf [32]byte
+	// For the ranges from group pa: lens is the set of lengths the issuer
+	// of their first four digits issues (cardLengths), and sepTo the last
+	// group b for which c.sameSeps(pa, b, " -") holds.
+	pa, lens, sepTo := -1, uint32(0), 0
 	c.groupRanges(12, 19, func(a, b int) bool {
-		if f := text[c.groups[a].lo]; f < '1' || f > '6' || !c.sameSeps(a, b, " -") {
+		if f := text[c.groups[a].lo]; f < '1' || f > '6' {
 			return false // no issuer range starts with 0, 7, 8 or 9
 		}
-		lo, hi := c.spanOf(a, b)
-		if !boundaryOK(text, lo, hi) {
+		if a != pa {
+			p4 := 0
+			if g := c.groups[a]; g.hi-g.lo >= 4 {
+				p4 = int(text[g.lo]-'0')*1000 + int(text[g.lo+1]-'0')*100 + int(text[g.lo+2]-'0')*10 + int(text[g.lo+3]-'0')
+			} else {
+				for k := 0; k < 4; k++ {
+					p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
+				}
+			}
+			pa, lens, sepTo = a, cardLengthTable[p4], cardSepRun(c, a)
+		}
+		// The separators and the issuer range and length reject most
+		// ranges before the digits are copied.
+		if b > sepTo || lens>>c.ndigits(a, b)&1 == 0 {
 			return false
 		}
+		lo, hi := c.spanOf(a, b)
+		if lo > 0 && isWordByte(text[lo-1]) || hi < len(text) && isWordByte(text[hi]) {
+			return false // glued to a word or number (boundaryOK)
+		}
 		dg := c.digits(text, a, b, buf[:0])
-		if !cardIssuer(dg) || !luhn(dg) {
+		if !luhn(dg) {
 			return false
 		}
 		if (len(dg) == 12 || dg[0] == '1') && !st.hasContext(d, lo, hi, 64) {
@@ -847,7 +950,7 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 	// Corsica: "2 85 05 2A 006 084 36" breaks the digit run at the letter;
 	// the candidate then starts at the sex digit and we read the rest here.
 	g0 := c.groups[0]
-	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) {
+	if g0.lo == c.start && (text[g0.lo] == '1' || text[g0.lo] == '2') && (g0.lo == 0 || !isWordByte(text[g0.lo-1])) && corsicaLetter(text, c) {
 		if lo, hi, v, ok := readCompact(text, g0.lo, 15, " .", buf[:0]); ok && bytes.ContainsAny(v, "AB") && validNIR(v) {
 			st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), v, d.mask)
 			return
@@ -868,6 +971,21 @@ func nirNumeric(st *scanState, d *detector, c *numCand) {
 		st.emit(d.idx, lo, hi, st.conf(d, 0.85, lo, hi), dg, d.mask)
 		return true
 	})
+}
+
+// corsicaLetter reports whether readCompact, reading on from the
+// candidate c, can meet a letter (the A or B of Corsica's 2A, 2B). It
+// reads the digit groups of c and single '.' or ' ' between them; the
+// candidate ended where neither a digit nor up to three separators then a
+// digit followed, so the first byte that is not a digit or a separator
+// readCompact takes is at c.end, or just past one separator there. A
+// candidate cut at maxGroups may go on: readCompact decides.
+func corsicaLetter(text []byte, c *numCand) bool {
+	e := c.end
+	if len(c.groups) >= maxGroups {
+		return true
+	}
+	return e < len(text) && (isAlpha(text[e]) || (text[e] == ' ' || text[e] == '.') && e+1 < len(text) && isAlpha(text[e+1]))
 }
 
 // readCompact reads n alphanumerics from text[lo:], skipping single
@@ -945,8 +1063,10 @@ func ninoNumeric(st *scanState, d *detector, c *numCand) {
 	if lo >= 1 && text[lo+1] == ' ' {
 		lo--
 	}
-	if lo < 0 || !isAlpha(text[lo]) || c.cum[len(c.groups)] < 6 {
-		return // validNINO needs a letter first, then six digits (from this candidate)
+	if lo < 0 || !isAlpha(text[lo]) || c.cum[len(c.groups)] != 6 {
+		// validNINO needs a letter first, then six digits and a letter:
+		// a candidate of six digits, as the letter ends it.
+		return
 	}
 	var buf [16]byte
 	start, hi, v, ok := readCompact(text, lo, 9, " ", buf[:0])
@@ -1140,8 +1260,11 @@ func standardBlock(text []byte, hi int, a netip.Addr) bool {
 // ipv4Ranges reports the dotted quads of c whose address want accepts.
 func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(netip.Addr) bool) {
 	text := st.text
+	if bytes.IndexByte(c.seps, '.') < 0 {
+		return // most candidates: no dot at all
+	}
 	dots := 0 // an address needs three
-	for g := 0; g+1 < len(c.groups); g++ {
+	for g := 0; g+1 < len(c.groups) && dots < 3; g++ {
 		if c.seps[g] == '.' {
 			dots++
 		}
@@ -1182,15 +1305,18 @@ func ipv4Ranges(st *scanState, d *detector, c *numCand, base float64, want func(
 func parseIPv4(text []byte, groups []span) (netip.Addr, bool) {
 	var ip [4]byte
 	for k, g := range groups {
-		n := g.hi - g.lo
-		if n < 1 || n > 3 || (n > 1 && text[g.lo] == '0') {
+		var v int
+		switch g.hi - g.lo {
+		case 1:
+			v = int(text[g.lo] - '0')
+		case 2:
+			v = int(text[g.lo]-'0')*10 + int(text[g.lo+1]-'0')
+		case 3:
+			v = int(text[g.lo]-'0')*100 + int(text[g.lo+1]-'0')*10 + int(text[g.lo+2]-'0')
+		default:
 			return netip.Addr{}, false
 		}
-		v := 0
-		for _, ch := range text[g.lo:g.hi] {
-			v = v*10 + int(ch-'0')
-		}
-		if v > 255 {
+		if v > 255 || (g.hi-g.lo > 1 && text[g.lo] == '0') {
 			return netip.Addr{}, false
 		}
 		ip[k] = byte(v)

@@ -79,3 +79,49 @@ func mixes(r *rand.Rand, n, maxParts, every int, words []string, frag string, up
 	}
 	return out
 }
+
+// charClassesSpec is charClasses' definition: one count for each of lower
+// case ASCII letters, upper case ones, digits and every other byte present.
+func charClassesSpec(v []byte) int {
+	n := 0
+	for _, in := range []func(byte) bool{
+		func(c byte) bool { return c >= 'a' && c <= 'z' },
+		func(c byte) bool { return c >= 'A' && c <= 'Z' },
+		func(c byte) bool { return c >= '0' && c <= '9' },
+		func(c byte) bool { return !isAlnum(c) },
+	} {
+		for _, c := range v {
+			if in(c) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+func TestCharClasses(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+	}{
+		{"", 0}, {"abc", 1}, {"aB", 2}, {"aB3", 3}, {"aB3#", 4}, {"é", 1}, {"@[`{/:", 1}, {"AZaz09", 3},
+		{"Xk9#mP2$v123456Lq7", 4},
+	} {
+		if got, spec := charClasses([]byte(tc.v)), charClassesSpec([]byte(tc.v)); got != tc.want || spec != tc.want {
+			t.Errorf("charClasses(%q) = %v (definition %v), want %v", tc.v, got, spec, tc.want)
+		}
+		if got := charClasses(tc.v); got != tc.want {
+			t.Errorf("charClasses(string %q) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+func FuzzCharClasses(f *testing.F) {
+	f.Add([]byte("aB3#"))
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if got, spec := charClasses(v), charClassesSpec(v); got != spec {
+			t.Fatalf("charClasses(%q) = %v, its definition says %v", v, got, spec)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package classifiers
 import (
 	"bytes"
 	"encoding/base64"
+	"math/bits"
 	"regexp"
 	"strings"
 	"sync"
@@ -440,59 +441,122 @@ var stopIndex = func() (x struct {
 	return x
 }()
 
+// asciiFold maps each byte to its ASCII lower case (other bytes map to
+// themselves), so a fold costs one load.
+var asciiFold = func() (t [256]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if c >= 'A' && c <= 'Z' {
+			t[c] = byte(c) + 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// foldEqual reports whether v folded to ASCII lower case equals the lower-
+// case s (len(v) == len(s)).
+func foldEqual(v []byte, s string) bool {
+	for j := 0; j < len(s); j++ {
+		if asciiFold[v[j]] != s[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// placeByte says which bytes placeholderBytes looks at: a byte that, lower-
+// cased, starts a stop word of stopIndex.byFirst; '.', which may end a stop
+// word; '(' and '{', which may open a template; a byte outside ASCII. Every
+// other byte (0) is skipped with one load.
+var placeByte = func() (t [256]uint8) {
+	for c := range t {
+		if len(stopIndex.byFirst[asciiFold[c]]) > 0 {
+			t[c] |= placeFirst
+		}
+		if c >= 0x80 {
+			t[c] |= placeHigh
+		}
+	}
+	t['.'] |= placeDot
+	t['('] |= placeOpen
+	t['{'] |= placeOpen
+	return t
+}()
+
+const (
+	placeFirst = 1 << iota
+	placeDot
+	placeOpen
+	placeHigh
+)
+
 // placeholderBytes is placeholderValue(string(v)) without allocating for
-// ASCII values of up to 128 bytes (lower-casing them is then ASCII folding).
+// values of up to 128 bytes. Its tests are disjunctions: each is checked
+// on the bytes as they are, folding ASCII case byte by byte, and any that
+// holds is the answer. A value with a byte outside ASCII that none holds
+// for is left to placeholderValue, whose Unicode lower-casing may turn it
+// into a stop word (the Kelvin sign is a 'k'); what holds on its ASCII
+// bytes holds after that lower-casing too, as those bytes stay in place.
 func placeholderBytes(v []byte) bool {
-	var lb [128]byte
-	if len(v) > len(lb) {
+	if len(v) > 128 {
 		return placeholderValue(string(v))
 	}
-	lv := lb[:len(v)]
-	template := false // a '(', "{{" or "${"
-	for i, c := range v {
-		if c >= 0x80 {
-			return placeholderValue(string(v))
-		}
-		if c == '(' || (c == '{' && i > 0 && (v[i-1] == '{' || v[i-1] == '$')) {
-			template = true
-		}
-		if c-'A' < 26 {
-			c += 'a' - 'A'
-		}
-		lv[i] = c
-	}
 	if len(v) < 4 {
-		return true
+		return true // too short, whatever its bytes
 	}
 	x := &stopIndex
-	if len(lv) >= x.minLen && len(lv) <= x.maxLen && x.exact[string(lv)] {
-		return true
-	}
-	for i := 0; i < len(lv); i++ {
-		c := lv[i]
-		if c == '.' && i > 0 {
-			for _, s := range x.byLast[lv[i-1]] {
-				if i >= len(s) && string(lv[i-len(s):i]) == s {
-					return true
+	high := false
+	for i := 0; i < len(v); i++ {
+		f := placeByte[v[i]]
+		if f == 0 {
+			continue
+		}
+		if f&placeFirst != 0 && i+1 < len(v) {
+			// Words of byFirst are at least 7 long: the pair test on the
+			// next byte rules most positions out with one bit test.
+			c, d := asciiFold[v[i]], asciiFold[v[i+1]]
+			if x.pair[c][d>>6]&(1<<(d&63)) != 0 {
+				for _, s := range x.byFirst[c] {
+					if len(v)-i >= len(s) && foldEqual(v[i:i+len(s)], s) {
+						return true
+					}
 				}
 			}
 		}
-		// Words of byFirst are at least 7 long: none starts at the last
-		// byte, and the pair test needs the next one.
-		if i+1 == len(lv) || x.pair[c][lv[i+1]>>6]&(1<<(lv[i+1]&63)) == 0 {
-			continue
-		}
-		for _, s := range x.byFirst[c] {
-			if len(lv)-i >= len(s) && string(lv[i:i+len(s)]) == s {
+		switch {
+		case f&placeDot != 0 && i > 0:
+			for _, s := range x.byLast[asciiFold[v[i-1]]] {
+				if i >= len(s) && foldEqual(v[i-len(s):i], s) {
+					return true
+				}
+			}
+		case f&placeOpen != 0:
+			// a '(', "{{" or "${"
+			if v[i] == '(' || i > 0 && (v[i-1] == '{' || v[i-1] == '$') {
 				return true
 			}
+		case f&placeHigh != 0:
+			high = true
+		}
+	}
+	if high {
+		return placeholderValue(string(v))
+	}
+	var lb [32]byte
+	if len(v) >= x.minLen && len(v) <= x.maxLen && len(v) <= len(lb) {
+		lv := lb[:len(v)]
+		for i, c := range v {
+			lv[i] = asciiFold[c]
+		}
+		if x.exact[string(lv)] {
+			return true
 		}
 	}
 	switch v[0] {
 	case '$', '<', '{', '%', '[', '(':
 		return true
 	}
-	return template || onlyMaskBytes(v)
+	return onlyMaskBytes(v)
 }
 
 // onlyMaskBytes is len(bytes.Trim(v, "*xX.-_#")) == 0 without building the
@@ -590,21 +654,30 @@ var notSecretKeyWords = []string{"hash", "_len", "length", "policy", "reset", "e
 
 // charClasses counts lower, upper, digit and other characters present.
 func charClasses[T ~string | ~[]byte](v T) int {
-	var l, u, dg, o int
+	var m uint8
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
+		m |= charClass[v[i]]
+	}
+	return bits.OnesCount8(m)
+}
+
+// charClass is the bit of each byte's class for charClasses: lower, upper,
+// digit or other.
+var charClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
 		case c >= 'a' && c <= 'z':
-			l = 1
+			t[c] = 1
 		case c >= 'A' && c <= 'Z':
-			u = 1
-		case isDigit(c):
-			dg = 1
+			t[c] = 2
+		case c >= '0' && c <= '9':
+			t[c] = 4
 		default:
-			o = 1
+			t[c] = 8
 		}
 	}
-	return l + u + dg + o
-}
+	return t
+}()
 
 // submatchFrom is re's leftmost match in text[from:hi], its submatch
 // offsets relative to text.

@@ -90,22 +90,32 @@ func compactUpper(s string) string {
 	return string(b)
 }
 
-// luhn checks the Luhn (mod 10) check digit of a digit string.
+// luhn checks the Luhn (mod 10) check digit of a digit string. It reads
+// the digits in pairs from the right: the right one as it is, the left one
+// doubled (luhnDoubled).
 func luhn[T ~string | ~[]byte](d T) bool {
-	sum, dbl := 0, false
-	for i := len(d) - 1; i >= 0; i-- {
-		n := int(d[i] - '0')
-		if dbl {
-			n *= 2
-			if n > 9 {
-				n -= 9
-			}
-		}
-		sum += n
-		dbl = !dbl
+	sum := 0
+	i := len(d) - 1
+	for ; i > 0; i -= 2 {
+		sum += int(d[i]-'0') + luhnDoubled[d[i-1]-'0']
+	}
+	if i == 0 {
+		sum += int(d[0] - '0')
 	}
 	return sum%10 == 0
 }
+
+// luhnDoubled is the Luhn value of a doubled digit v (byte(c - '0') for
+// any byte c, so every index is covered): 2v, less 9 when above 9.
+var luhnDoubled = func() (t [256]int) {
+	for v := range t {
+		t[v] = 2 * v
+		if t[v] > 9 {
+			t[v] -= 9
+		}
+	}
+	return t
+}()
 
 // mod97Digits returns the digit string modulo 97 (ISO 7064 MOD 97-10).
 func mod97Digits(d string) int {
