@@ -603,6 +603,7 @@ func maskedValue(v []byte) bool {
 		}
 		c := v[i]
 		if c|0x20 == 'x' {
+			stars, dots = 0, 0
 			if xs++; xs == 4 {
 				return true
 			}
@@ -610,6 +611,7 @@ func maskedValue(v []byte) bool {
 		}
 		xs = 0
 		if c == '*' {
+			dots = 0
 			if stars++; stars == 3 {
 				return true
 			}
