@@ -125,10 +125,8 @@ func newACMatcher(patterns []string) *acMatcher {
 	return m
 }
 
-// acLanes is the number of lanes scan walks a long text in. Three keep
-// every lane's state in a register on amd64 (with four, the compiler
-// spills three of them to the stack on every byte) and scan as fast.
-const acLanes = 3
+// acLanes is the number of lanes scan walks a long text in.
+const acLanes = 4
 
 // scan calls hit(pattern, end) for every occurrence of every pattern in text,
 // where end is the exclusive end offset of the occurrence, in order of end
@@ -174,10 +172,10 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 		}
 	}
 	to[acLanes-1] = len(text)
-	l0, l1, l2 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q]
-	l1, l2 = l1[:len(l0)], l2[:len(l0)] // one length: no bounds check in the loop
+	l0, l1, l2, l3 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q], text[from[3]:from[3]+q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
 	var st [acLanes]uint32
-	s0, s1, s2 := uint32(0), uint32(0), uint32(0)
+	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
 	queue := func(k int, s uint32, end int) {
 		if end > to[k-1] {
 			for _, p := range m.out[m.state(s)] {
@@ -189,7 +187,8 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 		s0 = step(s0, l0[i])
 		s1 = step(s1, l1[i])
 		s2 = step(s2, l2[i])
-		if (s0|s1|s2)&outFlag == 0 {
+		s3 = step(s3, l3[i])
+		if (s0|s1|s2|s3)&outFlag == 0 {
 			continue
 		}
 		if s0&outFlag != 0 {
@@ -206,8 +205,12 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 			s2 &^= outFlag
 			queue(2, s2, from[2]+i+1)
 		}
+		if s3&outFlag != 0 {
+			s3 &^= outFlag
+			queue(3, s3, from[3]+i+1)
+		}
 	}
-	st[0], st[1], st[2] = s0, s1, s2
+	st[0], st[1], st[2], st[3] = s0, s1, s2, s3
 	// Each lane in turn: its queued occurrences, then the rest of its
 	// bytes (lanes past the first are longer than q).
 	for k := range acLanes {
