@@ -224,33 +224,40 @@ func TestReservedLast(t *testing.T) {
 // met, readCompact's value from the candidate's start holds no A or B,
 // on random digits, separators and letters.
 func TestCorsicaLetter(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	const alphabet = "0123456789012345678901234567890123456789 . .-()ABabXz"
-	var c numCand
 	met := 0
-	for range 100000 {
-		b := make([]byte, 1+r.IntN(40))
-		for k := range b {
-			b[k] = alphabet[r.IntN(len(alphabet))]
-		}
-		for i := 0; i < len(b); i++ {
-			if !isDigit(b[i]) || i > 0 && isDigit(b[i-1]) {
-				continue
-			}
-			c.parse(b, i)
+	randomCandidates(rand.New(rand.NewPCG(7, 8)), "0123456789012345678901234567890123456789 . .-()ABabXz", 100000, 40,
+		func(b []byte, i int, c *numCand) {
 			var buf [24]byte
 			_, _, v, ok := readCompact(b, c.groups[0].lo, 15, " .", buf[:0])
 			letter := ok && bytes.ContainsAny(v, "AB")
 			if letter {
 				met++
 			}
-			if letter && !corsicaLetter(b, &c) {
+			if letter && !corsicaLetter(b, c) {
 				t.Fatalf("%q at %d: readCompact reads %q, corsicaLetter says no letter", b, i, v)
 			}
-		}
-	}
+		})
 	if met == 0 {
 		t.Fatal("no value with a letter read")
+	}
+}
+
+// randomCandidates makes n random texts of 1 to maxLen bytes of alphabet
+// and calls fn with each numeric candidate (a digit after a non-digit),
+// parsed.
+func randomCandidates(r *rand.Rand, alphabet string, n, maxLen int, fn func(b []byte, i int, c *numCand)) {
+	var c numCand
+	for range n {
+		b := make([]byte, 1+r.IntN(maxLen))
+		for k := range b {
+			b[k] = alphabet[r.IntN(len(alphabet))]
+		}
+		for i := 0; i < len(b); i++ {
+			if isDigit(b[i]) && (i == 0 || !isDigit(b[i-1])) {
+				c.parse(b, i)
+				fn(b, i, &c)
+			}
+		}
 	}
 }
 
@@ -259,20 +266,9 @@ func TestCorsicaLetter(t *testing.T) {
 // a candidate of exactly six digits, on random letters, digits and
 // separators.
 func TestNINODigits(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	const alphabet = "0123456789012345678901234567890123456789  .-ABCDAJKLab"
-	var c numCand
 	met := 0
-	for range 200000 {
-		b := make([]byte, 1+r.IntN(24))
-		for k := range b {
-			b[k] = alphabet[r.IntN(len(alphabet))]
-		}
-		for i := 2; i < len(b); i++ {
-			if !isDigit(b[i]) || isDigit(b[i-1]) {
-				continue
-			}
-			c.parse(b, i)
+	randomCandidates(rand.New(rand.NewPCG(9, 10)), "0123456789012345678901234567890123456789  .-ABCDAJKLab", 200000, 24,
+		func(b []byte, i int, c *numCand) {
 			for _, lo := range []int{i - 2, i - 3} {
 				if lo < 0 {
 					continue
@@ -287,8 +283,7 @@ func TestNINODigits(t *testing.T) {
 					t.Fatalf("%q from %d: NINO %q from a candidate of %d digits", b, lo, v, c.cum[len(c.groups)])
 				}
 			}
-		}
-	}
+		})
 	if met == 0 {
 		t.Fatal("no NINO read")
 	}
