@@ -81,17 +81,17 @@ func newACMatcher(patterns []string) *acMatcher {
 	states := len(outs)
 	m.fail = make([]uint32, states)
 	m.depth = make([]int32, states)
-	// BFS to fill failure links and the full transition table.
-	queue := make([]uint32, 0, states)
+	// BFS to fill failure links and the full transition table. order
+	// keeps the states in the order BFS met them.
+	order := make([]uint32, 1, states)
 	for c := 0; c < n; c++ {
 		if nx := delta[c]; nx != 0 {
-			queue = append(queue, nx)
+			order = append(order, nx)
 			m.depth[nx] = 1
 		}
 	}
-	for len(queue) > 0 {
-		s := queue[0]
-		queue = queue[1:]
+	for next := 1; next < len(order); next++ {
+		s := order[next]
 		f := m.fail[s]
 		if len(outs[f]) > 0 {
 			outs[s] = append(slices.Clip(outs[s]), outs[f]...)
@@ -101,17 +101,16 @@ func newACMatcher(patterns []string) *acMatcher {
 			if nx := row[c]; nx != 0 {
 				m.fail[nx] = frow[c]
 				m.depth[nx] = m.depth[s] + 1
-				queue = append(queue, nx)
+				order = append(order, nx)
 			} else {
 				row[c] = frow[c]
 			}
 		}
 	}
-	m.delta = delta
-	m.out = outs
+	m.delta, m.out = renumberBFS(delta, outs, m.fail, m.depth, order, n)
 	m.hasOut = make([]bool, states)
-	for i := range outs {
-		m.hasOut[i] = len(outs[i]) > 0
+	for i := range m.out {
+		m.hasOut[i] = len(m.out[i]) > 0
 	}
 	// Premultiply: entries hold next*nclass, with bit 31 set when the next
 	// state has output, so the scan loop is one load, one add and one test.
@@ -123,6 +122,35 @@ func newACMatcher(patterns []string) *acMatcher {
 		m.delta[i] = v
 	}
 	return m
+}
+
+// renumberBFS renumbers the states in the order breadth-first search met
+// them (order[new] = old): the states a text visits most, near the root,
+// get the first rows of the table, which then share fewer cache lines than
+// states numbered in the order patterns were inserted. It rewrites fail
+// and depth in place and returns the table and outputs renumbered.
+func renumberBFS(delta []uint32, outs [][]int, fail []uint32, depth []int32, order []uint32, n int) ([]uint32, [][]int) {
+	newID := make([]uint32, len(order))
+	for ns, s := range order {
+		newID[s] = uint32(ns)
+	}
+	nd := make([]uint32, len(delta))
+	no := make([][]int, len(outs))
+	nf := make([]uint32, len(fail))
+	ndep := make([]int32, len(depth))
+	for ns, s := range order {
+		row := delta[int(s)*n : int(s+1)*n]
+		nrow := nd[ns*n : (ns+1)*n]
+		for c, nx := range row {
+			nrow[c] = newID[nx]
+		}
+		no[ns] = outs[s]
+		nf[ns] = newID[fail[s]]
+		ndep[ns] = depth[s]
+	}
+	copy(fail, nf)
+	copy(depth, ndep)
+	return nd, no
 }
 
 // acLanes is the number of lanes scan walks a long text in.
