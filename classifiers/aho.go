@@ -107,20 +107,7 @@ func newACMatcher(patterns []string) *acMatcher {
 			}
 		}
 	}
-	m.delta, m.out = renumberBFS(delta, outs, m.fail, m.depth, order, n)
-	m.hasOut = make([]bool, states)
-	for i := range m.out {
-		m.hasOut[i] = len(m.out[i]) > 0
-	}
-	// Premultiply: entries hold next*nclass, with bit 31 set when the next
-	// state has output, so the scan loop is one load, one add and one test.
-	for i, nx := range m.delta {
-		v := nx * uint32(n)
-		if m.hasOut[nx] {
-			v |= outFlag
-		}
-		m.delta[i] = v
-	}
+	m.delta, m.out, m.hasOut = renumberBFS(delta, outs, m.fail, m.depth, order, n)
 	return m
 }
 
@@ -128,29 +115,45 @@ func newACMatcher(patterns []string) *acMatcher {
 // them (order[new] = old): the states a text visits most, near the root,
 // get the first rows of the table, which then share fewer cache lines than
 // states numbered in the order patterns were inserted. It rewrites fail
-// and depth in place and returns the table and outputs renumbered.
-func renumberBFS(delta []uint32, outs [][]int, fail []uint32, depth []int32, order []uint32, n int) ([]uint32, [][]int) {
+// and depth in place and returns the table, the outputs and which states
+// have one, renumbered. The table is premultiplied: entries hold
+// next*nclass, with bit 31 set when the next state has output, so the
+// scan loop is one load, one add and one test.
+func renumberBFS(delta []uint32, outs [][]int, fail []uint32, depth []int32, order []uint32, n int) ([]uint32, [][]int, []bool) {
 	newID := make([]uint32, len(order))
 	for ns, s := range order {
 		newID[s] = uint32(ns)
 	}
-	nd := make([]uint32, len(delta))
 	no := make([][]int, len(outs))
+	hasOut := make([]bool, len(outs))
 	nf := make([]uint32, len(fail))
 	ndep := make([]int32, len(depth))
+	for ns, s := range order {
+		no[ns] = outs[s]
+		hasOut[ns] = len(outs[s]) > 0
+		nf[ns] = newID[fail[s]]
+		ndep[ns] = depth[s]
+	}
+	// Each entry: the next state's new number, premultiplied and flagged,
+	// looked up once per old state rather than per entry.
+	entry := make([]uint32, len(order))
+	for s, ns := range newID {
+		entry[s] = ns * uint32(n)
+		if hasOut[ns] {
+			entry[s] |= outFlag
+		}
+	}
+	nd := make([]uint32, len(delta))
 	for ns, s := range order {
 		row := delta[int(s)*n : int(s+1)*n]
 		nrow := nd[ns*n : (ns+1)*n]
 		for c, nx := range row {
-			nrow[c] = newID[nx]
+			nrow[c] = entry[nx]
 		}
-		no[ns] = outs[s]
-		nf[ns] = newID[fail[s]]
-		ndep[ns] = depth[s]
 	}
 	copy(fail, nf)
 	copy(depth, ndep)
-	return nd, no
+	return nd, no, hasOut
 }
 
 // acLanes is the number of lanes scan walks a long text in.
