@@ -112,15 +112,18 @@ func (c *numCand) spanOf(a, b int) (int, int) { return c.groups[a].lo, c.groups[
 
 // boundaryOK reports whether text[lo:hi] is not glued to letters or digits
 // on either side (an identifier, a longer number).
+// It is small enough to be inlined in the loops over digit ranges.
 func boundaryOK(text []byte, lo, hi int) bool {
-	if lo > 0 && isWordByte(text[lo-1]) {
-		return false
-	}
-	if hi < len(text) && isWordByte(text[hi]) {
-		return false
-	}
-	return true
+	return (lo == 0 || !wordByte[text[lo-1]]) && (hi >= len(text) || !wordByte[text[hi]])
 }
+
+// wordByte is isWordByte as a table, for boundaryOK.
+var wordByte = func() (t [256]bool) {
+	for c := range t {
+		t[c] = isWordByte(byte(c))
+	}
+	return t
+}()
 
 // groupRanges calls fn for contiguous group ranges a..b whose digit count
 // is within [minD, maxD], longest first for each a; when fn returns true the

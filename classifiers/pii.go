@@ -308,9 +308,7 @@ func phoneNumeric(st *scanState, d *detector, c *numCand) {
 		if mayExtend(text, hi) {
 			end = phoneExtensionWord(text, hi)
 		}
-		// boundaryOK(text, lo, end), written out: this runs for most ranges
-		if lo > 0 && (isWordByte(text[lo-1]) || text[lo-1] == '.') ||
-			end < len(text) && (isWordByte(text[end]) || text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
+		if !boundaryOK(text, lo, end) || (lo > 0 && text[lo-1] == '.') || (end < len(text) && text[end] == '.' && end+1 < len(text) && isDigit(text[end+1])) {
 			return false
 		}
 		if !c.plus && idTail(text, lo) {
@@ -823,8 +821,8 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 			return false
 		}
 		lo, hi := c.spanOf(a, b)
-		if lo > 0 && isWordByte(text[lo-1]) || hi < len(text) && isWordByte(text[hi]) {
-			return false // glued to a word or number (boundaryOK)
+		if !boundaryOK(text, lo, hi) {
+			return false
 		}
 		dg := c.digits(text, a, b, buf[:0])
 		if !luhn(dg) {
