@@ -107,32 +107,33 @@ func newACMatcher(patterns []string) *acMatcher {
 			}
 		}
 	}
-	m.delta, m.out, m.hasOut = renumberBFS(delta, outs, m.fail, m.depth, order, n)
+	m.renumberBFS(delta, outs, order)
 	return m
 }
 
-// renumberBFS renumbers the states in the order breadth-first search met
-// them (order[new] = old): the states a text visits most, near the root,
-// get the first rows of the table, which then share fewer cache lines than
-// states numbered in the order patterns were inserted. It rewrites fail
-// and depth in place and returns the table, the outputs and which states
-// have one, renumbered. The table is premultiplied: entries hold
-// next*nclass, with bit 31 set when the next state has output, so the
+// renumberBFS sets m's table, outputs, failure links and depths from
+// those of the states numbered as built (delta, outs, m.fail, m.depth),
+// renumbered in the order breadth-first search met them (order[new] =
+// old): the states a text visits most, near the root, get the first rows
+// of the table, which then share fewer cache lines than states numbered
+// in the order patterns were inserted. The table is premultiplied: entries
+// hold next*nclass, with bit 31 set when the next state has output, so the
 // scan loop is one load, one add and one test.
-func renumberBFS(delta []uint32, outs [][]int, fail []uint32, depth []int32, order []uint32, n int) ([]uint32, [][]int, []bool) {
+func (m *acMatcher) renumberBFS(delta []uint32, outs [][]int, order []uint32) {
+	n := m.nclass
 	newID := make([]uint32, len(order))
 	for ns, s := range order {
 		newID[s] = uint32(ns)
 	}
-	no := make([][]int, len(outs))
-	hasOut := make([]bool, len(outs))
-	nf := make([]uint32, len(fail))
-	ndep := make([]int32, len(depth))
+	out := make([][]int, len(order))
+	hasOut := make([]bool, len(order))
+	fail := make([]uint32, len(order))
+	depth := make([]int32, len(order))
 	for ns, s := range order {
-		no[ns] = outs[s]
+		out[ns] = outs[s]
 		hasOut[ns] = len(outs[s]) > 0
-		nf[ns] = newID[fail[s]]
-		ndep[ns] = depth[s]
+		fail[ns] = newID[m.fail[s]]
+		depth[ns] = m.depth[s]
 	}
 	// Each entry: the next state's new number, premultiplied and flagged,
 	// looked up once per old state rather than per entry.
@@ -143,17 +144,15 @@ func renumberBFS(delta []uint32, outs [][]int, fail []uint32, depth []int32, ord
 			entry[s] |= outFlag
 		}
 	}
-	nd := make([]uint32, len(delta))
+	table := make([]uint32, len(delta))
 	for ns, s := range order {
 		row := delta[int(s)*n : int(s+1)*n]
-		nrow := nd[ns*n : (ns+1)*n]
+		nrow := table[ns*n : (ns+1)*n]
 		for c, nx := range row {
 			nrow[c] = entry[nx]
 		}
 	}
-	copy(fail, nf)
-	copy(depth, ndep)
-	return nd, no, hasOut
+	m.delta, m.out, m.hasOut, m.fail, m.depth = table, out, hasOut, fail, depth
 }
 
 // acLanes is the number of lanes scan walks a long text in.
