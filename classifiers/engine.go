@@ -134,15 +134,9 @@ func (s *Scanner) scanChunkRaw(ctx context.Context, text []byte, acceptLo, accep
 		}
 		defer s.viewBufs.Put(bufs)
 	}
-	var candBuf []cand
-	if bufs != nil {
-		candBuf = bufs.cands
-	}
-	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0), candBuf)
+	nv, cands := normaliseChunk(text, bufs.get(0), bufs.getSegs(0), bufs.getCands())
 	bufs.keep(0, nv)
-	if bufs != nil && cap(cands) > cap(bufs.cands) {
-		bufs.cands = cands[:0]
-	}
+	bufs.keepCands(cands)
 	vt := text
 	if nv != nil {
 		vt = nv.text
@@ -262,6 +256,22 @@ func (bufs *viewBufs) getSegs(k int) []vseg {
 		return nil
 	}
 	return bufs.segs[k]
+}
+
+// getCands returns normaliseChunk's recycled places, or nil (bufs nil).
+func (bufs *viewBufs) getCands() []cand {
+	if bufs == nil {
+		return nil
+	}
+	return bufs.cands
+}
+
+// keepCands records the array of cands for the next chunk (bufs nil:
+// nothing is recycled).
+func (bufs *viewBufs) keepCands(cands []cand) {
+	if bufs != nil && cap(cands) > cap(bufs.cands) {
+		bufs.cands = cands[:0]
+	}
 }
 
 // keep records v's text and changed places as view k's buffers for the
