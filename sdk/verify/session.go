@@ -1006,7 +1006,8 @@ func (s *session) inRequest(b []byte) bool {
 		if w = trimToWords(w); len(w) == 0 {
 			continue
 		}
-		cut := words == 1 || len(w) == len(b) || &w[len(w)-1] == &b[len(b)-1]
+		// The first word, or the last (ending where b ends), may be cut.
+		cut := words == 1 || &w[len(w)-1] == &b[len(b)-1]
 		if !containsWord(s.req, w, cut) {
 			return false
 		}
