@@ -72,9 +72,28 @@ func applyEnv(cmd *cobra.Command) error {
 		}
 		if cmd.Flags().Set(f.Name, v) != nil {
 			err = withCode(2, fmt.Errorf("%s: not a valid value for --%s (%s)", name, f.Name, f.Value.Type()))
+			return
 		}
+		err = cmd.Flags().SetAnnotation(f.Name, fromEnvAnnotation, []string{name})
 	})
 	return err
+}
+
+// fromEnvAnnotation marks a flag applyEnv set: its value is the named
+// variable's.
+const fromEnvAnnotation = "aishield_from_env"
+
+// flagValue names flag name of fs and its value shown, for an error about
+// a value the flag's own parser accepted: `--format "xml"`; or, when
+// applyEnv set it, the variable and the flag without the value, as
+// applyEnv's own errors do: "$AISHIELD_FORMAT (--format)".
+func flagValue(fs *pflag.FlagSet, name, shown string) string {
+	if f := fs.Lookup(name); f != nil {
+		if v := f.Annotations[fromEnvAnnotation]; len(v) == 1 {
+			return "$" + v[0] + " (--" + name + ")"
+		}
+	}
+	return "--" + name + " " + shown
 }
 
 // policyChoice is the policy a command uses, and why.

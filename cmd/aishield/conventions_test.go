@@ -112,7 +112,10 @@ func TestErrorsLeaveStdoutEmpty(t *testing.T) {
 func TestUnknownFormatListsFormats(t *testing.T) {
 	t.Parallel()
 	for cmd, want := range map[string]string{
-		"scan x":                              "aishield scan supports text, json, jsonl, sarif",
+		"scan x":                              "aishield scan supports text, json, jsonl, sarif, html",
+		"scan git":                            "aishield scan git supports text, json, jsonl, sarif, html",
+		"demo":                                "aishield demo supports text, json",
+		"audit report file":                   "aishield audit report supports text, json, html",
 		"verify":                              "aishield verify supports text, json",
 		"policy lint":                         "aishield policy lint supports text, json",
 		"policy test":                         "aishield policy test supports pretty, json",
@@ -448,6 +451,9 @@ func TestEnvFlags(t *testing.T) {
 		{"AISHIELD_MAX_BODY", "s3cr3t-value", []string{"proxy"}},
 		{"AISHIELD_CAPACITY_TOKENS", "s3cr3t-value", []string{"cache-server"}},
 		{"AISHIELD_FOLLOW", "s3cr3t-value", []string{"scan", fx["mail.txt"]}},
+		// values the flag's parser accepts and the command refuses
+		{"AISHIELD_FORMAT", "s3cr3t-value", []string{"scan", fx["mail.txt"]}},
+		{"AISHIELD_EXIT_CODE", "4242", []string{"scan", fx["mail.txt"]}},
 	} {
 		t.Setenv(tc.env, tc.value)
 		code, out, errOut := runCLI(t, tc.args...)

@@ -40,6 +40,7 @@ func renderHTMLReport(w io.Writer, page string, data any) error {
 		"css":   func() template.CSS { return template.CSS(css) },
 		"time":  func(t time.Time) string { return textTime(t) },
 		"lower": strings.ToLower,
+		"short": shortHash,
 	}).ParseFS(htmlReportFS, "htmlreport/page.html", "htmlreport/"+page)
 	if err != nil {
 		return err
@@ -85,11 +86,16 @@ type htmlFile struct {
 	// More counts the findings beyond htmlFindingsPerFile, not listed.
 	More     int
 	Decision *policies.Decision
+	// Commit is the commit of a file diff ("scan git"), else nil.
+	Commit *gitOrigin
 }
 
 // htmlScanPage is what the scan page shows.
 type htmlScanPage struct {
-	Title     string
+	Title string
+	// Unit names what was scanned: "files", or "file diffs" for "scan
+	// git" (a file changed by a commit, or staged).
+	Unit      string
 	Version   string
 	Generated time.Time
 	// Files counts the files scanned, WithFindings those with findings.
@@ -126,6 +132,7 @@ type htmlDestination struct {
 // written by finish.
 type htmlSink struct {
 	w     *bufio.Writer
+	git   bool // the inputs are file diffs of "scan git"
 	sp    *scanPolicy
 	limit int
 	files []htmlFile // one per file begun, in rep.Files' order
@@ -140,7 +147,7 @@ func newHTMLSink(w *bufio.Writer, sp *scanPolicy) *htmlSink {
 }
 
 func (h *htmlSink) beginFile(res *fileResult) error {
-	h.files = append(h.files, htmlFile{Path: res.Path, Kind: res.Kind})
+	h.files = append(h.files, htmlFile{Path: res.Path, Kind: res.Kind, Commit: res.Git})
 	return nil
 }
 
@@ -181,11 +188,14 @@ func (h *htmlSink) finish(rep *scanReport) error {
 
 // page builds the page of rep from what the sink collected.
 func (h *htmlSink) page(rep *scanReport) *htmlScanPage {
-	p := &htmlScanPage{Title: "aishield scan report", Version: buildVersion(), Generated: h.now().UTC(),
+	p := &htmlScanPage{Title: "aishield scan report", Unit: "files", Version: buildVersion(), Generated: h.now().UTC(),
 		Files: len(rep.Files), WithFindings: rep.WithFindings, Findings: rep.Found,
 		NotScanned: rep.NotScanned, Unreadable: rep.unreadable(), Inline: rep.Inline, Baselined: rep.Baselined,
 		Ignored: rep.Ignored, Errors: rep.Errors, Interrupted: rep.Interrupted, Incomplete: rep.Errors > 0 || rep.Interrupted,
 		ByDetector: sortedCounts(h.byDet), ByCategory: sortedCounts(h.byCat), Cap: h.limit}
+	if h.git {
+		p.Title, p.Unit = "aishield scan git report", "file diffs"
+	}
 	if pol := h.sp.policy; pol != nil {
 		p.Policy = pol.Name
 		// Levels from the highest down.
@@ -215,7 +225,7 @@ func (h *htmlSink) page(rep *scanReport) *htmlScanPage {
 				hd.Blocked++
 			}
 			if f.Decision.Action != policies.ActionAllow || len(f.Decision.Reasons) > 0 {
-				hd.Files = append(hd.Files, htmlFile{Path: f.Path, Decision: f.Decision})
+				hd.Files = append(hd.Files, htmlFile{Path: f.Path, Decision: f.Decision, Commit: f.Commit})
 			}
 		}
 		p.Destination = hd

@@ -191,7 +191,7 @@ func noValue(t *testing.T, v *pageView, source []byte) {
 	}
 }
 
-// TestHTMLReportsInChromium opens the scan and audit pages in headless
+// TestHTMLReportsInChromium opens the scan, scan git and audit pages in headless
 // Chromium at a phone's width: they load without console errors or
 // requests, fit 375 px, show the JSON reports' counts, and no raw value;
 // a tampered trail's page opens with its BROKEN banner.
@@ -223,6 +223,30 @@ func TestHTMLReportsInChromium(t *testing.T) {
 			t.Errorf("the path holding markup is not shown as text")
 		}
 		noValue(t, v, page)
+	})
+
+	t.Run("scan git", func(t *testing.T) {
+		isolateGit(t)
+		r := buildHistory(t)
+		js, page := runScanGitFormats(t, 1, "--destination", "openai", "--allow-unscanned", r.dir)
+		v := b.view(t, write("scan-git.html", page))
+		ids, dets := wantScanCounts(t, js, true)
+		for id, want := range ids {
+			if got, ok := v.Counts[id]; !ok || got != want {
+				t.Errorf("#%s shows %d (present %v), the JSON %d", id, got, ok, want)
+			}
+		}
+		if fmt.Sprint(v.Detectors) != fmt.Sprint(dets) {
+			t.Errorf("detectors shown %v, the JSON %v", v.Detectors, dets)
+		}
+		if want := "commit " + shortHash(r.commits["c2"]) + " · " + bobAuthor; !strings.Contains(v.Text, want) {
+			t.Errorf("the page does not show %q", want)
+		}
+		for _, x := range []string{gitToken, gitEmail} {
+			if strings.Contains(v.Text, x) || bytes.Contains(page, []byte(x)) {
+				t.Fatal("a raw value is in the page (text or source)")
+			}
+		}
 	})
 
 	key, _ := hex.DecodeString(testAuditKeyHex)

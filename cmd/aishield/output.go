@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,10 +64,10 @@ func (o *outputFlags) check() error {
 		o.format = "json"
 	}
 	if !slices.Contains(o.formats, o.format) {
-		return withCode(o.errCode, fmt.Errorf("unknown --format %q: %s supports %s", o.format, o.cmd.CommandPath(), strings.Join(o.formats, ", ")))
+		return withCode(o.errCode, fmt.Errorf("unknown %s: %s supports %s", flagValue(o.cmd.Flags(), "format", strconv.Quote(o.format)), o.cmd.CommandPath(), strings.Join(o.formats, ", ")))
 	}
 	if o.exitCode < 0 || o.exitCode > 125 {
-		return withCode(o.errCode, fmt.Errorf("--exit-code %d: want 0 to 125", o.exitCode))
+		return withCode(o.errCode, fmt.Errorf("%s: want 0 to 125", flagValue(o.cmd.Flags(), "exit-code", strconv.Itoa(o.exitCode))))
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ unknown revision).`,
 	f.StringVar(&sopts.ignoreFile, "ignore-file", "", "file of paths not to scan, gitignore syntax, applied with the repository's "+ignoreFileName)
 	f.StringVar(&sopts.baselinePath, "baseline-path", "", "suppress the findings whose fingerprint is in this file (a previous scan --format json report, or fingerprints one a line); needs "+hashKeyEnv)
 	sp = addScanPolicyFlags(cmd)
-	of = addOutputFlags(cmd, "text", "text", "json", "jsonl", "sarif")
+	of = addOutputFlags(cmd, "text", "text", "json", "jsonl", "sarif", "html")
 	of.addExitCode(cmd, "the scan fails on its findings: anything found, or with --fail-on a finding at or above its level, or with --destination a file diff to redact or block")
 	bindEnv(cmd)
 	return cmd
@@ -123,6 +123,10 @@ func runScanGit(cmd *cobra.Command, gopts gitScanOptions, of *outputFlags, sp *s
 		sink = &jsonlSink{w: out, keyed: sp.keyed}
 	case "text":
 		sink = &gitTextSink{w: out}
+	case "html":
+		hs := newHTMLSink(out, sp)
+		hs.git = true
+		sink = hs
 	default:
 		sarifSink = &gitSARIFSink{keyed: sp.keyed}
 		sink = sarifSink
