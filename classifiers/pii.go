@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"net/netip"
 	"strings"
-
-	"github.com/nyaruka/phonenumbers"
 )
 
 // Context words (English and French first, then DE/ES/IT/NL where they
@@ -659,22 +657,10 @@ func (s *Scanner) checkPhoneKey(digits string, intl bool, key string) phoneResul
 	var num phoneNumber
 	found := false
 	if intl {
-		n, valid, handled := s.phones.international(digits)
-		if !handled {
-			if ln, err := phonenumbers.Parse("+"+digits, "ZZ"); err == nil && phonenumbers.IsValidNumber(ln) {
-				n, valid = fromLibrary(ln), true
-			}
-		}
-		num, found = n, valid
+		num, found = s.phones.international(digits)
 	} else if plausibleNational(digits) {
 		for _, region := range phoneRegionsFor(digits) {
-			n, valid, handled := s.phones.national(digits, region)
-			if !handled {
-				if ln, err := phonenumbers.Parse(digits, region); err == nil && phonenumbers.IsValidNumberForRegion(ln, region) {
-					n, valid = fromLibrary(ln), true
-				}
-			}
-			if valid {
+			if n, valid := s.phones.national(digits, region); valid {
 				num, found = n, true
 				break
 			}
