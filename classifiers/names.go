@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -315,8 +314,9 @@ bautista ocampo mendoza villanueva aquino mercado
 popescu ionescu dumitru stoica gheorghe ciobanu
 `
 
-// nameWordMap returns the name words: a capitalised word in lower case
-// to its kind.
+// nameWordMap returns the name words: a capitalised word in lower case to
+// its kind. nameWordTable and nameFilter (tables_gen.go) are laid out from
+// it at build time.
 func nameWordMap() map[string]nameKind {
 	m := map[string]nameKind{}
 	for _, w := range strings.Fields(nameStops) {
@@ -338,57 +338,25 @@ func nameWordMap() map[string]nameKind {
 	return m
 }
 
-// nameTables are the name detector's lookup tables: its word maps as
-// wordTables and filters. Built by the first scan that looks for names
-// (not at start-up: a run that scans nothing does not pay for them); read
-// only.
-type nameTables struct {
-	words     *wordTable[nameKind] // nameWordMap
-	fields    *wordTable[bool]     // nameFields
-	labels    *wordTable[bool]     // nameLabels
-	cues      *wordTable[nameCue]  // nameCues
-	closings  *wordTable[bool]     // nameClosings
-	verbs     *wordTable[bool]     // nameVerbs
-	particles *wordTable[bool]     // nameParticles
-	places    *wordTable[bool]     // namePlaces
-	reserved  *wordTable[bool]     // reservedNames
+// The other word maps of the name detector as wordTables, for the scan's
+// lookups (read only).
+var (
+	nameFieldTable    = newWordTable(nameFields)
+	nameLabelTable    = newWordTable(nameLabels)
+	nameCueTable      = newWordTable(nameCues)
+	nameClosingTable  = newWordTable(nameClosings)
+	nameVerbTable     = newWordTable(nameVerbs)
+	nameParticleTable = newWordTable(nameParticles)
+	namePlaceTable    = newWordTable(namePlaces)
+	reservedNameTable = newWordTable(reservedNames)
+)
 
-	// filter has bit nameKey(w) set for every ASCII given name, surname
-	// and title w: a capitalised word whose bit is clear is passed over
-	// without being read or looked up, unless nameMaybe says it may still
-	// start a name (some 2,000 words set about 3% of the bits, so about
-	// 3% of other words are read in vain).
-	filter [1 << 10]uint64
-
-	// Filters of nameCues, of its strong cues and greetings, of
-	// nameVerbs and of nameLabels.
-	cueBloom, strongBloom, verbBloom, labelBloom *wordBloom
-}
-
-// nameData returns the name detector's tables, built once.
-var nameData = sync.OnceValue(func() *nameTables {
-	words := nameWordMap()
-	t := &nameTables{
-		words:      newWordTable(words),
-		fields:     newWordTable(nameFields),
-		labels:     newWordTable(nameLabels),
-		cues:       newWordTable(nameCues),
-		closings:   newWordTable(nameClosings),
-		verbs:      newWordTable(nameVerbs),
-		particles:  newWordTable(nameParticles),
-		places:     newWordTable(namePlaces),
-		reserved:   newWordTable(reservedNames),
-		cueBloom:   newWordBloom(nameCues),
-		verbBloom:  newWordBloom(nameVerbs),
-		labelBloom: newWordBloom(nameLabels),
-	}
-	strong := map[string]nameCue{}
-	for w, c := range nameCues {
-		if c == cueStrong || c == cueGreeting {
-			strong[w] = c
-		}
-	}
-	t.strongBloom = newWordBloom(strong)
+// nameFilterOf returns the filter of the name words: bit nameKey(w) set
+// for every ASCII given name, surname and title w. A capitalised word
+// whose bit is clear is passed over without being read or looked up,
+// unless nameMaybe says it may still start a name (some 2,000 words set
+// about 3% of the bits, so about 3% of other words are read in vain).
+func nameFilterOf(words map[string]nameKind) (t [1 << 10]uint64) {
 	var pad [24]byte
 	for w, k := range words {
 		if k != nameGiven && k != nameTitle && k != nameSurname {
@@ -404,11 +372,11 @@ var nameData = sync.OnceValue(func() *nameTables {
 		copy(pad[:], w)
 		pad[len(w)] = ' '
 		if h, end := nameKey(pad[:], 0); end == len(w) {
-			t.filter[h>>6] |= 1 << (h & 63)
+			t[h>>6] |= 1 << (h & 63)
 		}
 	}
 	return t
-})
+}
 
 // nameKey returns a 16-bit hash of the ASCII letters (either case) that
 // start text[i:], read sixteen bytes at a time, and where they end; a
@@ -477,12 +445,12 @@ func afterNameField(text []byte, i int) bool {
 		return false
 	}
 	var buf [40]byte
-	if nameData().fields.at(lowerName(buf[:0], text[k:j])) {
+	if nameFieldTable.at(lowerName(buf[:0], text[k:j])) {
 		return true
 	}
 	if k >= 2 && text[k-1] == ' ' {
 		if k2 := lettersBefore(text, k-1, 16); k2 < k-1 {
-			return nameData().fields.at(lowerName(buf[:0], text[k2:j]))
+			return nameFieldTable.at(lowerName(buf[:0], text[k2:j]))
 		}
 	}
 	return false
@@ -523,9 +491,9 @@ func nameLabelBefore(text []byte, start int) bool {
 		for e < len(win) && nameLetter(win[e]) {
 			e++
 		}
-		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameData().labelBloom.has(win[k:e]) {
+		if (k > 0 || lo == 0 || !nameLetter(text[lo-1])) && nameLabelBloom.has(win[k:e]) {
 			var buf [24]byte
-			if nameData().labels.at(asciiLowerBytes(buf[:0], win[k:e])) {
+			if nameLabelTable.at(asciiLowerBytes(buf[:0], win[k:e])) {
 				return true
 			}
 		}
@@ -681,15 +649,14 @@ func letterRune(b []byte) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// kind looks a word up in nameWordMap (lower-cased; a hyphenated given name
+// kind looks a word up in nameWordTable (lower-cased; a hyphenated given name
 // is a given name when its first part is: Jean-Pierre, Anne-Sophie).
 func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 	low := lowerName(buf[:0], text[w.start:w.end])
-	words := nameData().words
-	k := words.at(low)
+	k := nameWordTable.at(low)
 	if k == nameNone {
 		if h := strings.IndexByte(string(low), '-'); h > 0 {
-			if words.at(low[:h]) == nameGiven {
+			if nameWordTable.at(low[:h]) == nameGiven {
 				return nameGiven
 			}
 		}
@@ -769,13 +736,13 @@ func (st *scanState) nameAt(i int) int {
 	}
 	if isUpper(c) && i+16 <= n {
 		// An ASCII word ending in a plain byte is read and looked up
-		// only if its bit in the name filter (nameTables.filter) is set.
+		// only if its bit in nameFilter is set.
 		h, j := nameKey(text, i)
 		if h == 0 {
 			return j // longer than any given name or title
 		}
 		if e := text[j]; e < utf8.RuneSelf && e != '-' && e != '\'' {
-			if isDigit(e) || e == '_' || nameData().filter[h>>6]&(1<<(h&63)) == 0 && !afterNameField(text, i) && !nameMaybe(text, i, j) {
+			if isDigit(e) || e == '_' || nameFilter[h>>6]&(1<<(h&63)) == 0 && !afterNameField(text, i) && !nameMaybe(text, i, j) {
 				return j
 			}
 		}
@@ -804,7 +771,7 @@ func nameMaybe(text []byte, i, j int) bool {
 		return mayStrongCue(text, i) && nameCueBefore(text, i) == cueStrong
 	}
 	// Two capitalised words ("Quarterly Review", "Chidi Okonkwo"): a
-	// name if the second may be a surname (its name filter bit is set), or
+	// name if the second may be a surname (its nameFilter bit is set), or
 	// if a cue precedes them or a verb only people take follows them
 	// (nameFromContext decides).
 	k := j + 1
@@ -812,7 +779,7 @@ func nameMaybe(text []byte, i, j int) bool {
 		return true
 	}
 	h, e := nameKey(text, k)
-	if h == 0 || nameData().filter[h>>6]&(1<<(h&63)) != 0 || text[e] >= utf8.RuneSelf || text[e] == '-' || text[e] == '\'' {
+	if h == 0 || nameFilter[h>>6]&(1<<(h&63)) != 0 || text[e] >= utf8.RuneSelf || text[e] == '-' || text[e] == '\'' {
 		return true
 	}
 	if nameCueBefore(text, i) >= cueWeak || personAfter(text, e) {
@@ -917,6 +884,23 @@ func (t *wordBloom) has(w []byte) bool {
 	return t[h>>6]&(1<<(h&63)) != 0
 }
 
+// Filters of nameCues, of its strong cues and greetings, of nameVerbs and
+// of nameLabels (read only).
+var (
+	nameCueBloom    = newWordBloom(nameCues)
+	nameStrongBloom = func() *wordBloom {
+		m := map[string]nameCue{}
+		for w, c := range nameCues {
+			if c == cueStrong || c == cueGreeting {
+				m[w] = c
+			}
+		}
+		return newWordBloom(m)
+	}()
+	nameVerbBloom  = newWordBloom(nameVerbs)
+	nameLabelBloom = newWordBloom(nameLabels)
+)
+
 // mayStrongCue is a quick test before nameCueBefore(text, i) ==
 // cueStrong: false when the word before text[i] cannot end a strong cue.
 func mayStrongCue(text []byte, i int) bool {
@@ -936,7 +920,7 @@ func mayStrongCue(text []byte, i int) bool {
 		return true // after punctuation or a dash: nameCueBefore decides
 	}
 	k := lettersBefore(text, j, 16)
-	return k < j && nameData().strongBloom.has(text[k:j])
+	return k < j && nameStrongBloom.has(text[k:j])
 }
 
 // nameClosings end the line before a signature ("Best regards,\nAnna").
@@ -980,17 +964,17 @@ func nameCueBefore(text []byte, i int) nameCue {
 	if k == j || k > 0 && !cueBoundary(text[k-1]) {
 		return cueNone
 	}
-	if !nameData().cueBloom.has(text[k:j]) {
+	if !nameCueBloom.has(text[k:j]) {
 		return cueNone
 	}
 	var buf [40]byte
-	c := nameData().cues.at(lowerName(buf[:0], text[k:j]))
+	c := nameCueTable.at(lowerName(buf[:0], text[k:j]))
 	ps := k // where the cue phrase starts
 	if c == cuePrev {
 		c = cueGiven
 		if k >= 2 && text[k-1] == ' ' {
 			if k0 := lettersBefore(text, k-1, 16); k0 < k-1 && (k0 == 0 || !nameLetter(text[k0-1])) {
-				if c2 := nameData().cues.at(lowerName(buf[:0], text[k0:j])); c2 != cueNone {
+				if c2 := nameCueTable.at(lowerName(buf[:0], text[k0:j])); c2 != cueNone {
 					c, ps = c2, k0
 				}
 			}
@@ -1088,7 +1072,7 @@ func nameSignature(text []byte, nl int) nameCue {
 		return cueNone
 	}
 	var buf [40]byte
-	if nameData().closings.at(lowerName(buf[:0], text[k:e])) {
+	if nameClosingTable.at(lowerName(buf[:0], text[k:e])) {
 		return cueStrong
 	}
 	return cueNone
@@ -1125,10 +1109,10 @@ func personAfter(text []byte, e int) bool {
 	for k < len(rest) && rest[k]-'a' < 26 {
 		k++
 	}
-	if k == 1 || !nameData().verbBloom.has(rest[1:k]) {
+	if k == 1 || !nameVerbBloom.has(rest[1:k]) {
 		return false
 	}
-	return nameData().verbs.at(rest[1:k])
+	return nameVerbTable.at(rest[1:k])
 }
 
 // loneWord reports whether w, a word in no list, may be a name alone
@@ -1202,7 +1186,7 @@ func (st *scanState) namePart(i int, buf *[48]byte) (nameWord, bool) {
 				}
 				return nameWord{start: from, end: w.end, upper: true}, true
 			}
-			if !nameData().particles.at(text[w.start:w.end]) {
+			if !nameParticleTable.at(text[w.start:w.end]) {
 				return nameWord{}, false
 			}
 			if from < 0 {
@@ -1368,7 +1352,7 @@ func afterPlaceWord(text []byte, start int) bool {
 		return false
 	}
 	var buf [32]byte
-	return nameData().places.at(lowerName(buf[:0], text[k:j]))
+	return namePlaceTable.at(lowerName(buf[:0], text[k:j]))
 }
 
 // emitName records text[start:end] as a name: normalised to lower case
@@ -1399,7 +1383,7 @@ func (st *scanState) emitName(d *detector, start, end int, conf float64) {
 	}
 	var low [192]byte
 	key := lowerName(low[:0], norm)
-	if !st.s.includeReserved && nameData().reserved.at(key) {
+	if !st.s.includeReserved && reservedNameTable.at(key) {
 		return
 	}
 	if nameLabelBefore(st.text, start) {

@@ -398,9 +398,11 @@ func (b *phoneBook) international(digits string) (num phoneNumber, valid bool) {
 	if !ok {
 		return num, false
 	}
-	region := b.regionFor(code, nsn, regions)
-	if region == nil {
-		return num, false
+	region := main
+	if len(regions) > 1 {
+		if region = b.regionFor(code, nsn, regions); region == nil {
+			return num, false
+		}
 	}
 	return phoneNumber{code, nsn}, region.valid(nsn)
 }

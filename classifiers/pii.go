@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/netip"
 	"strings"
-	"sync"
 )
 
 // Context words (English and French first, then DE/ES/IT/NL where they
@@ -719,18 +718,13 @@ var testCards = map[string]bool{
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
 func cardIssuer(p4, n int) bool {
-	return n < 32 && cardLengthTable()[p4]>>n&1 != 0
+	return n < 32 && cardLengthSet(p4)>>n&1 != 0
 }
 
-// cardLengthTable returns cardLengths of every four-digit prefix, computed
-// on first use (read only).
-var cardLengthTable = sync.OnceValue(func() *[10000]uint32 {
-	var t [10000]uint32
-	for p4 := range t {
-		t[p4] = cardLengths(p4)
-	}
-	return &t
-})
+// cardLengthSet is cardLengths(p4) of a four-digit prefix, read from
+// tables laid out at build time (tables_gen.go): the class of p4, a byte
+// of cardLengthClass, indexes cardLengthSets.
+func cardLengthSet(p4 int) uint32 { return cardLengthSets[cardLengthClass[p4]] }
 
 // cardLengths is the set of lengths cardIssuer accepts after the first
 // four digits p4, bit n for n digits.
@@ -802,7 +796,7 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 					p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
 				}
 			}
-			pa, lens, sepTo = a, cardLengthTable()[p4], cardSepRun(c, a)
+			pa, lens, sepTo = a, cardLengthSet(p4), cardSepRun(c, a)
 		}
 		// The separators and the issuer range and length reject most
 		// ranges before the digits are copied.

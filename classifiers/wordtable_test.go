@@ -20,7 +20,7 @@ func TestWordTable(t *testing.T) {
 			}
 		}
 	}
-	words, nameWords := nameData().words, nameWordMap()
+	words, nameWords := nameWordTable, nameWordMap()
 	for k, v := range nameWords {
 		if got := words.at([]byte(k)); got != v {
 			t.Errorf("nameWords: at(%q) = %v, want %v", k, got, v)
@@ -33,7 +33,7 @@ func FuzzWordTable(f *testing.F) {
 		f.Add(s)
 	}
 	nameWords := nameWordMap()
-	words, cues := nameData().words, nameData().cues
+	words, cues := nameWordTable, nameCueTable
 	f.Fuzz(func(t *testing.T, w string) {
 		if got, want := words.at([]byte(w)), nameWords[w]; got != want {
 			t.Fatalf("nameWords table: %v, map: %v", got, want)
