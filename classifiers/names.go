@@ -315,8 +315,17 @@ popescu ionescu dumitru stoica gheorghe ciobanu
 `
 
 // nameWordMap returns the name words: a capitalised word in lower case to
-// its kind. nameWordTable and nameFilter (tables_gen.go) are laid out from
-// it at build time.
+// its kind.
+//
+// The scan reads the name detector's word maps as wordTables and filters
+// laid out at build time in tables_gen.go (TestTablesGenerated writes and
+// checks it): nameWordTable and nameFilter of nameWordMap; nameFieldTable,
+// nameLabelTable, nameCueTable, nameClosingTable, nameVerbTable,
+// nameParticleTable, namePlaceTable and reservedNameTable of nameFields,
+// nameLabels, nameCueMap, nameClosings, nameVerbs, nameParticles,
+// namePlaces and reservedNames; nameCueBloom, nameStrongBloom,
+// nameVerbBloom and nameLabelBloom of nameCueMap, nameStrongCues,
+// nameVerbs and nameLabels.
 func nameWordMap() map[string]nameKind {
 	m := map[string]nameKind{}
 	for _, w := range strings.Fields(nameStops) {
@@ -337,19 +346,6 @@ func nameWordMap() map[string]nameKind {
 	}
 	return m
 }
-
-// The other word maps of the name detector as wordTables, for the scan's
-// lookups (read only).
-var (
-	nameFieldTable    = newWordTable(nameFields)
-	nameLabelTable    = newWordTable(nameLabels)
-	nameCueTable      = newWordTable(nameCues)
-	nameClosingTable  = newWordTable(nameClosings)
-	nameVerbTable     = newWordTable(nameVerbs)
-	nameParticleTable = newWordTable(nameParticles)
-	namePlaceTable    = newWordTable(namePlaces)
-	reservedNameTable = newWordTable(reservedNames)
-)
 
 // nameFilterOf returns the filter of the name words: bit nameKey(w) set
 // for every ASCII given name, surname and title w. A capitalised word
@@ -803,16 +799,16 @@ const (
 	cueGiven            // "to", "with", "from", "for", "by": a listed given name alone
 	cueWeak             // a verb or role that takes a person: a given name or surname alone, or two name words
 	cueStrong           // a greeting, a thanks, "cc", a signature: any name word alone
-	cuePrev             // (nameCues only) a preposition: look at the word before it too
-	cueRole             // (nameCues only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
-	cueGreeting         // (nameCues only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
-	cueCopy             // (nameCues only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
+	cuePrev             // (nameCueMap only) a preposition: look at the word before it too
+	cueRole             // (nameCueMap only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
+	cueGreeting         // (nameCueMap only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
+	cueCopy             // (nameCueMap only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
 )
 
-// nameCues are the words (and two-word phrases, for the prepositions
+// nameCueMap returns the words (and two-word phrases, for the prepositions
 // marked cuePrev) that say a person's name follows, in English, French,
 // German, Spanish and Italian. Lower case.
-var nameCues = func() map[string]nameCue {
+func nameCueMap() map[string]nameCue {
 	m := map[string]nameCue{}
 	add := func(c nameCue, words string) {
 		for _, w := range strings.Split(words, ",") {
@@ -850,7 +846,7 @@ var nameCues = func() map[string]nameCue {
 		boyfriend, grandmother, grandfather, niece, nephew, collègue, voisin, voisine, ami, amie, médecin, avocat,
 		avocate, cliente, patiente, locataire, mari, femme, fils, fille, frère, soeur, sœur, mère, père`)
 	return m
-}()
+}
 
 // wordBloom is a 4096-bit filter of the words of a map (for a phrase, its
 // last word) keyed by their length and their first and last bytes, lower
@@ -884,22 +880,16 @@ func (t *wordBloom) has(w []byte) bool {
 	return t[h>>6]&(1<<(h&63)) != 0
 }
 
-// Filters of nameCues, of its strong cues and greetings, of nameVerbs and
-// of nameLabels (read only).
-var (
-	nameCueBloom    = newWordBloom(nameCues)
-	nameStrongBloom = func() *wordBloom {
-		m := map[string]nameCue{}
-		for w, c := range nameCues {
-			if c == cueStrong || c == cueGreeting {
-				m[w] = c
-			}
+// nameStrongCues returns the strong cues and greetings of cues.
+func nameStrongCues(cues map[string]nameCue) map[string]nameCue {
+	m := map[string]nameCue{}
+	for w, c := range cues {
+		if c == cueStrong || c == cueGreeting {
+			m[w] = c
 		}
-		return newWordBloom(m)
-	}()
-	nameVerbBloom  = newWordBloom(nameVerbs)
-	nameLabelBloom = newWordBloom(nameLabels)
-)
+	}
+	return m
+}
 
 // mayStrongCue is a quick test before nameCueBefore(text, i) ==
 // cueStrong: false when the word before text[i] cannot end a strong cue.

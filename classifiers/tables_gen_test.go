@@ -6,13 +6,14 @@ import (
 	"go/format"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 // tablesFile holds tables the scan reads that are computed from other
 // data (word lists, card ranges) as data the linker lays out, so that
-// none costs anything at start-up: nameWordTable, nameFilter,
-// cardLengthClass and cardLengthSets.
+// none costs anything at start-up: the name detector's word tables and
+// filters (see nameWordMap), cardLengthClass and cardLengthSets.
 const tablesFile = "tables_gen.go"
 
 // cardClassDigits name the classes of cardLengthClass.
@@ -25,35 +26,42 @@ func tablesSource() ([]byte, error) {
 	b.WriteString("package classifiers\n\n")
 
 	words := nameWordMap()
-	t := newWordTable(words)
 	kinds := map[nameKind]string{nameGiven: "nameGiven", nameTitle: "nameTitle", nameStop: "nameStop", nameSurname: "nameSurname"}
-	b.WriteString("// nameWordTable is newWordTable(nameWordMap()) (read only).\n")
-	fmt.Fprintf(&b, "var nameWordTable = &wordTable[nameKind]{mask: %d, slots: []wordSlot[nameKind]{\n", t.mask)
-	for i, s := range t.slots {
-		if s.key == "" {
-			continue
-		}
-		k, ok := kinds[s.val]
-		if !ok {
-			return nil, fmt.Errorf("word %q has kind %d, which has no name", s.key, s.val)
-		}
-		fmt.Fprintf(&b, "\t%d: {%s, %s},\n", i, strconv.Quote(s.key), k)
+	if err := writeWordTable(&b, "nameWordTable", "nameKind", "newWordTable(nameWordMap())", newWordTable(words), kinds); err != nil {
+		return nil, err
 	}
-	if t.slots[len(t.slots)-1].key == "" {
-		fmt.Fprintf(&b, "\t%d: {}, // the last slot sets the length\n", len(t.slots)-1)
+	cues := nameCueMap()
+	cueNames := map[nameCue]string{cueGiven: "cueGiven", cueWeak: "cueWeak", cueStrong: "cueStrong", cuePrev: "cuePrev",
+		cueRole: "cueRole", cueGreeting: "cueGreeting", cueCopy: "cueCopy"}
+	if err := writeWordTable(&b, "nameCueTable", "nameCue", "newWordTable(nameCueMap())", newWordTable(cues), cueNames); err != nil {
+		return nil, err
 	}
-	b.WriteString("}}\n\n")
+	for _, m := range []struct {
+		name, from string
+		words      map[string]bool
+	}{{"nameFieldTable", "nameFields", nameFields}, {"nameLabelTable", "nameLabels", nameLabels},
+		{"nameClosingTable", "nameClosings", nameClosings}, {"nameVerbTable", "nameVerbs", nameVerbs},
+		{"nameParticleTable", "nameParticles", nameParticles}, {"namePlaceTable", "namePlaces", namePlaces},
+		{"reservedNameTable", "reservedNames", reservedNames}} {
+		if err := writeWordTable(&b, m.name, "bool", "newWordTable("+m.from+")", newWordTable(m.words), map[bool]string{true: "true"}); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range []struct {
+		name, from string
+		bloom      *wordBloom
+	}{{"nameCueBloom", "nameCueMap()", newWordBloom(cues)}, {"nameStrongBloom", "nameStrongCues(nameCueMap())", newWordBloom(nameStrongCues(cues))},
+		{"nameVerbBloom", "nameVerbs", newWordBloom(nameVerbs)}, {"nameLabelBloom", "nameLabels", newWordBloom(nameLabels)}} {
+		fmt.Fprintf(&b, "// %s is newWordBloom(%s) (read only).\n", f.name, f.from)
+		fmt.Fprintf(&b, "var %s = &wordBloom{\n", f.name)
+		writeWords(&b, f.bloom[:])
+		b.WriteString("}\n\n")
+	}
 
 	filter := nameFilterOf(words)
 	b.WriteString("// nameFilter is nameFilterOf(nameWordMap()) (read only).\n")
 	b.WriteString("var nameFilter = [1 << 10]uint64{\n")
-	for i := 0; i < len(filter); i += 4 {
-		b.WriteString("\t")
-		for j := i; j < i+4; j++ {
-			fmt.Fprintf(&b, "%#016x, ", filter[j])
-		}
-		b.WriteString("\n")
-	}
+	writeWords(&b, filter[:])
 	b.WriteString("}\n\n")
 
 	// The distinct sets of cardLengths, in order of first prefix.
@@ -91,6 +99,39 @@ func tablesSource() ([]byte, error) {
 	return format.Source(b.Bytes())
 }
 
+// writeWordTable writes the declaration of variable name, the wordTable t
+// of values of type vtype computed as from; values names their values.
+func writeWordTable[V comparable](b *bytes.Buffer, name, vtype, from string, t *wordTable[V], values map[V]string) error {
+	fmt.Fprintf(b, "// %s is %s (read only).\n", name, from)
+	fmt.Fprintf(b, "var %s = &wordTable[%s]{mask: %d, slots: []wordSlot[%s]{\n", name, vtype, t.mask, vtype)
+	for i, s := range t.slots {
+		if s.key == "" {
+			continue
+		}
+		v, ok := values[s.val]
+		if !ok {
+			return fmt.Errorf("%s: word %q has value %v, which has no name", name, s.key, s.val)
+		}
+		fmt.Fprintf(b, "\t%d: {%s, %s},\n", i, strconv.Quote(s.key), v)
+	}
+	if t.slots[len(t.slots)-1].key == "" {
+		fmt.Fprintf(b, "\t%d: {}, // the last slot sets the length\n", len(t.slots)-1)
+	}
+	b.WriteString("}}\n\n")
+	return nil
+}
+
+// writeWords writes ws as hexadecimal, four a line.
+func writeWords(b *bytes.Buffer, ws []uint64) {
+	for i := 0; i < len(ws); i += 4 {
+		b.WriteString("\t")
+		for _, w := range ws[i:min(i+4, len(ws))] {
+			fmt.Fprintf(b, "%#016x, ", w)
+		}
+		b.WriteString("\n")
+	}
+}
+
 // TestTablesGenerated checks that tablesFile is what tablesSource writes
 // from the word lists and card ranges now (-update rewrites it), and that
 // the tables answer as what they are computed from.
@@ -126,6 +167,23 @@ func TestTablesGenerated(t *testing.T) {
 	}
 	if nameFilter != nameFilterOf(words) {
 		t.Fatal("nameFilter is not the filter of the name words")
+	}
+	for w, c := range nameCueMap() {
+		if got := nameCueTable.at([]byte(w)); got != c || !nameCueBloom.has([]byte(w[strings.LastIndexByte(w, ' ')+1:])) {
+			t.Fatalf("nameCueTable.at(%q) = %d, want %d (or not in nameCueBloom)", w, got, c)
+		}
+	}
+	for name, m := range map[*wordTable[bool]]map[string]bool{nameFieldTable: nameFields, nameLabelTable: nameLabels,
+		nameClosingTable: nameClosings, nameVerbTable: nameVerbs, nameParticleTable: nameParticles, namePlaceTable: namePlaces,
+		reservedNameTable: reservedNames} {
+		if len(name.slots) != int(name.mask)+1 || len(m) == 0 {
+			t.Fatalf("a word table has %d slots for mask %d", len(name.slots), name.mask)
+		}
+		for w := range m {
+			if !name.at([]byte(w)) {
+				t.Fatalf("%q is not in its word table", w)
+			}
+		}
 	}
 	issuers := 0
 	for p4 := range 10000 {

@@ -32,7 +32,7 @@ func FuzzWordTable(f *testing.F) {
 	for _, s := range []string{"renaud", "dr", "jean-pierre", "müller", "o'neil", "", "abcdefghijklmnopq"} {
 		f.Add(s)
 	}
-	nameWords := nameWordMap()
+	nameWords, nameCues := nameWordMap(), nameCueMap()
 	words, cues := nameWordTable, nameCueTable
 	f.Fuzz(func(t *testing.T, w string) {
 		if got, want := words.at([]byte(w)), nameWords[w]; got != want {
