@@ -19,9 +19,10 @@ import (
 // github.com/nyaruka/phonenumbers, as string constants that cost nothing
 // at start-up. phoneMeta indexes them on the first validation; phoneBook
 // decodes a region and compiles its patterns the first time a number
-// needs it. TestPhoneMatchesLibrary, TestPhoneExamplesMatchLibrary and
-// FuzzPhoneMatchesLibrary check the answers against the library,
-// TestPhoneMetaGenerated that the data is the library's.
+// needs it. TestPhoneExamplesMatchLibrary, TestPhoneRandomMatchesLibrary,
+// TestPhoneFastPathMatchesLibrary and FuzzPhoneMatchesLibrary check the
+// answers against the library, TestPhoneMetaGenerated that the data is
+// the library's.
 
 // phoneIndex locates the generated metadata: the region keys of each
 // calling code and the record of each region key (a region id, or "001"
