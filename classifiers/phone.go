@@ -170,9 +170,9 @@ func buildPhoneRegion(rec string) *phoneRegion {
 	if err != nil {
 		return r
 	}
-	r.id = f[0][:min(len(f[0]), 3)]
-	if len(f[0]) == 2 {
-		r.id = f[0]
+	r.id = f[0]
+	if strings.HasPrefix(r.id, "001") {
+		r.id = "001" // the key of a non-geographic entity adds its calling code
 	}
 	r.cc, r.ccStr = cc, f[phoneFieldCC]
 	if idd := f[phoneFieldIDD]; isDigits(idd) {
