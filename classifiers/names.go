@@ -314,9 +314,19 @@ bautista ocampo mendoza villanueva aquino mercado
 popescu ionescu dumitru stoica gheorghe ciobanu
 `
 
-// nameWords is the lookup table: a capitalised word in lower case to its
-// kind. Built once; read only.
-var nameWords = func() map[string]nameKind {
+// nameWordMap returns the name words: a capitalised word in lower case to
+// its kind.
+//
+// The scan reads the name detector's word maps as wordTables and filters
+// laid out at build time in tables_gen.go (TestTablesGenerated writes and
+// checks it): nameWordTable and nameFilter of nameWordMap; nameFieldTable,
+// nameLabelTable, nameCueTable, nameClosingTable, nameVerbTable,
+// nameParticleTable, namePlaceTable and reservedNameTable of nameFields,
+// nameLabels, nameCueMap, nameClosings, nameVerbs, nameParticles,
+// namePlaces and reservedNames; nameCueBloom, nameStrongBloom,
+// nameVerbBloom and nameLabelBloom of nameCueMap, nameStrongCues,
+// nameVerbs and nameLabels.
+func nameWordMap() map[string]nameKind {
 	m := map[string]nameKind{}
 	for _, w := range strings.Fields(nameStops) {
 		m[w] = nameStop
@@ -335,30 +345,16 @@ var nameWords = func() map[string]nameKind {
 		m[w] = nameTitle
 	}
 	return m
-}()
+}
 
-// The word maps of the name detector as wordTables, for the scan's
-// lookups (read only).
-var (
-	nameWordTable     = newWordTable(nameWords)
-	nameFieldTable    = newWordTable(nameFields)
-	nameLabelTable    = newWordTable(nameLabels)
-	nameCueTable      = newWordTable(nameCues)
-	nameClosingTable  = newWordTable(nameClosings)
-	nameVerbTable     = newWordTable(nameVerbs)
-	nameParticleTable = newWordTable(nameParticles)
-	namePlaceTable    = newWordTable(namePlaces)
-	reservedNameTable = newWordTable(reservedNames)
-)
-
-// nameFilter has bit nameKey(w) set for every ASCII given name, surname
-// and title w: a capitalised word whose bit is clear is passed over
-// without being read or looked up, unless nameMaybe says it may still
-// start a name (some 2,000 words set about 3% of the bits, so about 3% of
-// other words are read in vain).
-var nameFilter = func() (t [1 << 10]uint64) {
+// nameFilterOf returns the filter of the name words: bit nameKey(w) set
+// for every ASCII given name, surname and title w. A capitalised word
+// whose bit is clear is passed over without being read or looked up,
+// unless nameMaybe says it may still start a name (some 2,000 words set
+// about 3% of the bits, so about 3% of other words are read in vain).
+func nameFilterOf(words map[string]nameKind) (t [1 << 10]uint64) {
 	var pad [24]byte
-	for w, k := range nameWords {
+	for w, k := range words {
 		if k != nameGiven && k != nameTitle && k != nameSurname {
 			continue
 		}
@@ -376,7 +372,7 @@ var nameFilter = func() (t [1 << 10]uint64) {
 		}
 	}
 	return t
-}()
+}
 
 // nameKey returns a 16-bit hash of the ASCII letters (either case) that
 // start text[i:], read sixteen bytes at a time, and where they end; a
@@ -649,7 +645,7 @@ func letterRune(b []byte) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// kind looks a word up in nameWords (lower-cased; a hyphenated given name
+// kind looks a word up in nameWordTable (lower-cased; a hyphenated given name
 // is a given name when its first part is: Jean-Pierre, Anne-Sophie).
 func (w nameWord) kind(text []byte, buf *[48]byte) nameKind {
 	low := lowerName(buf[:0], text[w.start:w.end])
@@ -803,16 +799,16 @@ const (
 	cueGiven            // "to", "with", "from", "for", "by": a listed given name alone
 	cueWeak             // a verb or role that takes a person: a given name or surname alone, or two name words
 	cueStrong           // a greeting, a thanks, "cc", a signature: any name word alone
-	cuePrev             // (nameCues only) a preposition: look at the word before it too
-	cueRole             // (nameCues only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
-	cueGreeting         // (nameCues only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
-	cueCopy             // (nameCues only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
+	cuePrev             // (nameCueMap only) a preposition: look at the word before it too
+	cueRole             // (nameCueMap only) a role noun in lower case: weak, also before a comma ("the tenant, Jo Lee")
+	cueGreeting         // (nameCueMap only) a greeting: strong when capitalised ("Hi Ana", not "lo, hi Reg")
+	cueCopy             // (nameCueMap only) "cc", "bcc": weak, also before a colon ("Cc: Ana Lima"; "CC" is also a compiler)
 )
 
-// nameCues are the words (and two-word phrases, for the prepositions
+// nameCueMap returns the words (and two-word phrases, for the prepositions
 // marked cuePrev) that say a person's name follows, in English, French,
 // German, Spanish and Italian. Lower case.
-var nameCues = func() map[string]nameCue {
+func nameCueMap() map[string]nameCue {
 	m := map[string]nameCue{}
 	add := func(c nameCue, words string) {
 		for _, w := range strings.Split(words, ",") {
@@ -850,7 +846,7 @@ var nameCues = func() map[string]nameCue {
 		boyfriend, grandmother, grandfather, niece, nephew, collègue, voisin, voisine, ami, amie, médecin, avocat,
 		avocate, cliente, patiente, locataire, mari, femme, fils, fille, frère, soeur, sœur, mère, père`)
 	return m
-}()
+}
 
 // wordBloom is a 4096-bit filter of the words of a map (for a phrase, its
 // last word) keyed by their length and their first and last bytes, lower
@@ -884,22 +880,16 @@ func (t *wordBloom) has(w []byte) bool {
 	return t[h>>6]&(1<<(h&63)) != 0
 }
 
-// Filters of nameCues, of its strong cues and greetings, of nameVerbs and
-// of nameLabels (read only).
-var (
-	nameCueBloom    = newWordBloom(nameCues)
-	nameStrongBloom = func() *wordBloom {
-		m := map[string]nameCue{}
-		for w, c := range nameCues {
-			if c == cueStrong || c == cueGreeting {
-				m[w] = c
-			}
+// nameStrongCues returns the strong cues and greetings of cues.
+func nameStrongCues(cues map[string]nameCue) map[string]nameCue {
+	m := map[string]nameCue{}
+	for w, c := range cues {
+		if c == cueStrong || c == cueGreeting {
+			m[w] = c
 		}
-		return newWordBloom(m)
-	}()
-	nameVerbBloom  = newWordBloom(nameVerbs)
-	nameLabelBloom = newWordBloom(nameLabels)
-)
+	}
+	return m
+}
 
 // mayStrongCue is a quick test before nameCueBefore(text, i) ==
 // cueStrong: false when the word before text[i] cannot end a strong cue.

@@ -5,22 +5,57 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/nyaruka/phonenumbers"
 )
 
-// Fast phone validation.
+//go:generate go run ./internal/phonemeta/gen
+
+// Phone validation.
 //
-// phonenumbers.Parse followed by IsValidNumber costs about 10µs per
-// candidate, most of it spent on steps that cannot apply to the candidates
-// the engine hands over (digits only: no letters, extensions or formatting)
-// and on looking patterns up by their text in a shared cache. phoneBook
-// performs the same decisions with libphonenumber's own metadata and
-// patterns, compiled once per region on first use, and defers to
-// phonenumbers where it does not replicate the library (non-geographic
-// calling codes, regions whose metadata has national prefix transform
-// rules).
-// TestPhoneFastPathMatchesLibrary checks that both give the same answer.
+// The engine validates phone candidates (digits only: no letters,
+// extensions or formatting) as phonenumbers.Parse followed by
+// IsValidNumber or IsValidNumberForRegion would, with libphonenumber's
+// metadata and patterns but without the library: phonemeta_gen.go holds
+// the metadata the decisions need, written by go generate from the pinned
+// github.com/nyaruka/phonenumbers, as string constants that cost nothing
+// at start-up. phoneMeta indexes them on the first validation; phoneBook
+// decodes a region and compiles its patterns the first time a number
+// needs it. TestPhoneExamplesMatchLibrary, TestPhoneRandomMatchesLibrary,
+// TestPhoneFastPathMatchesLibrary and FuzzPhoneMatchesLibrary check the
+// answers against the library, TestPhoneMetaGenerated that the data is
+// the library's.
+
+// phoneIndex locates the generated metadata: the region keys of each
+// calling code and the record of each region key (a region id, or "001"
+// and the calling code for a non-geographic entity). Read only.
+type phoneIndex struct {
+	codes   [1000][]string    // calling code → region keys, main region first
+	records map[string]string // region key → its line of phoneMetaRegions
+}
+
+// phoneMeta returns the index of the generated metadata, built once.
+var phoneMeta = sync.OnceValue(func() *phoneIndex {
+	ix := &phoneIndex{records: make(map[string]string, 256)}
+	for rec := range strings.Lines(phoneMetaRegions) {
+		rec = strings.TrimSuffix(rec, "\n")
+		key, _, _ := strings.Cut(rec, "\t")
+		ix.records[key] = rec
+	}
+	for line := range strings.Lines(phoneMetaCallingCodes) {
+		cc, list, _ := strings.Cut(strings.TrimSuffix(line, "\n"), ":")
+		c, err := strconv.Atoi(cc)
+		if err != nil || c <= 0 || c >= len(ix.codes) {
+			continue
+		}
+		keys := strings.Split(list, ",")
+		for i, k := range keys {
+			if k == "001" {
+				keys[i] = k + cc
+			}
+		}
+		ix.codes[c] = keys
+	}
+	return ix
+})
 
 // phoneBook holds per-region validation tables, built on first use. It is
 // safe for concurrent use.
@@ -31,13 +66,15 @@ type phoneBook struct {
 
 // phoneRegion is one region's compiled metadata; immutable once built.
 type phoneRegion struct {
-	ok        bool // metadata found and its patterns compiled
-	transform bool // national prefix transform rule: numbers of this region go to phonenumbers
+	ok        bool   // metadata found and its patterns compiled
+	id        string // the region id ("001" for a non-geographic entity)
 	cc        int
 	ccStr     string
-	idd       string         // international prefix when a digit literal, else "" (national numbers go to phonenumbers)
-	npLit     string         // national prefix for parsing when it is a digit literal
-	npfp      *regexp.Regexp // otherwise, the pattern, or nil
+	idd       string         // international prefix when a digit literal (possibly empty)
+	iddRe     *regexp.Regexp // otherwise, the anchored pattern
+	npLit     string         // national prefix for parsing when a digit literal and there is no transform rule
+	npfp      *regexp.Regexp // otherwise, the anchored pattern, or nil when the region has none
+	transform string         // national prefix transform rule (a regexp replacement template), or ""
 	leading   *regexp.Regexp // leading digits for shared calling codes, or nil
 	general   phoneDesc
 	types     []phoneDesc
@@ -80,7 +117,7 @@ func (d *phoneDesc) full(s string) bool {
 
 func newPhoneBook() *phoneBook { return &phoneBook{regions: map[string]*phoneRegion{}} }
 
-// region returns the compiled tables of region id (built once).
+// region returns the compiled tables of region key id (built once).
 func (b *phoneBook) region(id string) *phoneRegion {
 	b.mu.RLock()
 	r, ok := b.regions[id]
@@ -93,33 +130,34 @@ func (b *phoneBook) region(id string) *phoneRegion {
 	if r, ok := b.regions[id]; ok {
 		return r
 	}
-	r = buildPhoneRegion(id)
+	r = buildPhoneRegion(phoneMeta().records[id])
 	b.regions[id] = r
 	return r
 }
 
-func buildPhoneRegion(id string) *phoneRegion {
+// Fields of a phoneMetaRegions record.
+const (
+	phoneFieldCC = 1 + iota
+	phoneFieldIDD
+	phoneFieldNPFP
+	phoneFieldTransform
+	phoneFieldLeading
+	phoneFieldSame
+	phoneFieldGeneral
+	phoneFieldFixed
+	phoneFieldMobile
+	phoneFields = phoneFieldGeneral + 11
+)
+
+func isDigits(s string) bool { return strings.Trim(s, "0123456789") == "" }
+
+// buildPhoneRegion decodes and compiles a phoneMetaRegions record; the
+// region is not ok when rec is empty (no such region) or malformed.
+func buildPhoneRegion(rec string) *phoneRegion {
 	r := &phoneRegion{}
-	coll, err := phonenumbers.MetadataCollection()
-	if err != nil {
+	f := strings.Split(rec, "\t")
+	if len(f) != phoneFields {
 		return r
-	}
-	var m *phonenumbers.PhoneMetadata
-	for _, md := range coll.GetMetadata() {
-		if md.GetId() == id {
-			m = md
-			break
-		}
-	}
-	if m == nil || m.GetGeneralDesc() == nil {
-		return r
-	}
-	r.transform = m.GetNationalPrefixTransformRule() != ""
-	// Only national numbers need the international prefix: a region
-	// whose prefix is a pattern (AU, JP, …) still validates numbers
-	// written after a '+' here.
-	if idd := m.GetInternationalPrefix(); idd != "" && strings.Trim(idd, "0123456789") == "" {
-		r.idd = idd
 	}
 	compile := func(pat string) *regexp.Regexp {
 		re, err := regexp.Compile(pat)
@@ -128,54 +166,72 @@ func buildPhoneRegion(id string) *phoneRegion {
 		}
 		return re
 	}
-	r.cc = int(m.GetCountryCode())
-	r.ccStr = strconv.Itoa(r.cc)
-	if p := m.GetNationalPrefixForParsing(); p != "" {
-		if strings.Trim(p, "0123456789") == "" {
+	cc, err := strconv.Atoi(f[phoneFieldCC])
+	if err != nil {
+		return r
+	}
+	r.id = f[0]
+	if strings.HasPrefix(r.id, "001") {
+		r.id = "001" // the key of a non-geographic entity adds its calling code
+	}
+	r.cc, r.ccStr = cc, f[phoneFieldCC]
+	if idd := f[phoneFieldIDD]; isDigits(idd) {
+		r.idd = idd
+	} else if r.iddRe = compile("^(?:" + idd + ")"); r.iddRe == nil {
+		return r
+	}
+	r.transform = f[phoneFieldTransform]
+	if p := f[phoneFieldNPFP]; p != "" {
+		if isDigits(p) && r.transform == "" {
 			r.npLit = p // a digit literal: "^(?:0)" matches exactly its prefix
 		} else if r.npfp = compile("^(?:" + p + ")"); r.npfp == nil {
 			return r
 		}
 	}
-	if p := m.GetLeadingDigits(); p != "" {
+	if p := f[phoneFieldLeading]; p != "" {
 		if r.leading = compile("^(?:" + p + ")"); r.leading == nil {
 			return r
 		}
 	}
 	// A pattern with a digit DFA needs no regexp (full uses the DFA):
 	// compiling only one of them halves the cost of building a region,
-	// paid on the first scan that meets it.
-	desc := func(d *phonenumbers.PhoneNumberDesc) (phoneDesc, bool) {
-		pd := phoneDesc{lens: d.GetPossibleLength(), dfa: compileDigitDFA(d.GetNationalNumberPattern())}
-		if pd.dfa != nil {
-			return pd, true
+	// paid on the first scan that meets it. Fields are "-" (no
+	// description) or "lengths local-only-lengths pattern".
+	desc := func(field string) (d phoneDesc, local []int32, ok bool) {
+		lens, rest, _ := strings.Cut(field, " ")
+		loc, pat, found := strings.Cut(rest, " ")
+		if !found {
+			return d, nil, false
 		}
-		pd.re = compile("^(?:" + d.GetNationalNumberPattern() + ")$")
-		return pd, pd.re != nil
+		if d.lens, ok = parseLengths(lens); !ok {
+			return d, nil, false
+		}
+		if local, ok = parseLengths(loc); !ok {
+			return d, nil, false
+		}
+		if d.dfa = compileDigitDFA(pat); d.dfa != nil {
+			return d, local, true
+		}
+		d.re = compile("^(?:" + pat + ")$")
+		return d, local, d.re != nil
 	}
-	g, ok := desc(m.GetGeneralDesc())
+	g, local, ok := desc(f[phoneFieldGeneral])
 	if !ok {
 		return r
 	}
 	r.general = g
-	r.possible = m.GetGeneralDesc().GetPossibleLength()
-	r.localOnly = m.GetGeneralDesc().GetPossibleLengthLocalOnly()
+	r.possible, r.localOnly = g.lens, local
 	if len(r.possible) == 0 {
 		return r
 	}
 	// The types getNumberTypeHelper tries. Only "is any type matched"
-	// matters, so the common ones go first.
-	ds := []*phonenumbers.PhoneNumberDesc{m.GetFixedLine()}
-	if !m.GetSameMobileAndFixedLinePattern() {
-		ds = append(ds, m.GetMobile())
-	}
-	ds = append(ds, m.GetPremiumRate(), m.GetTollFree(), m.GetSharedCost(), m.GetVoip(),
-		m.GetPersonalNumber(), m.GetPager(), m.GetUan(), m.GetVoicemail())
-	for _, d := range ds {
-		if d == nil {
+	// matters, so the common ones go first; mobile is not tried when it
+	// shares fixed-line's pattern.
+	for i := phoneFieldFixed; i < phoneFields; i++ {
+		if f[i] == "-" || (i == phoneFieldMobile && f[phoneFieldSame] == "1") {
 			continue
 		}
-		t, ok := desc(d)
+		t, _, ok := desc(f[i])
 		if !ok {
 			return r
 		}
@@ -183,6 +239,22 @@ func buildPhoneRegion(id string) *phoneRegion {
 	}
 	r.ok = true
 	return r
+}
+
+// parseLengths decodes comma-separated possible lengths ("" is none).
+func parseLengths(s string) ([]int32, bool) {
+	if s == "" {
+		return nil, true
+	}
+	var out []int32
+	for v := range strings.SplitSeq(s, ",") {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, int32(n))
+	}
+	return out, true
 }
 
 // valid is getNumberTypeHelper(nsn) != UNKNOWN.
@@ -227,26 +299,34 @@ func (r *phoneRegion) lengthKeepsStrip(n string) bool {
 }
 
 // stripNP is maybeStripNationalPrefixAndCarrierCode: n without its national
-// prefix, unless n was viable (matches the general pattern) and the rest is
-// not.
+// prefix, or with the prefix rewritten by the region's transform rule,
+// unless n was viable (matches the general pattern) and the result is not.
 func (r *phoneRegion) stripNP(n string) string {
 	if len(n) == 0 {
 		return n
 	}
-	end := -1
-	if r.npLit != "" {
-		if strings.HasPrefix(n, r.npLit) {
-			end = len(r.npLit)
+	var p string
+	switch {
+	case r.npLit != "":
+		if !strings.HasPrefix(n, r.npLit) {
+			return n
 		}
-	} else if r.npfp != nil {
-		if m := r.npfp.FindStringIndex(n); m != nil {
-			end = m[1]
+		p = n[len(r.npLit):]
+	case r.npfp != nil:
+		m := r.npfp.FindStringSubmatchIndex(n)
+		if m == nil {
+			return n
 		}
-	}
-	if end < 0 {
+		// The library transforms when the rule is set and the last
+		// capturing group matched (the whole match when there is none).
+		if r.transform != "" && m[len(m)-2] >= 0 {
+			p = r.npfp.ReplaceAllString(n, r.transform)
+		} else {
+			p = n[m[1]:]
+		}
+	default:
 		return n
 	}
-	p := n[end:]
 	if r.general.full(n) && !r.general.full(p) {
 		return n
 	}
@@ -260,7 +340,7 @@ func (r *phoneRegion) nsn(n string) (string, bool) {
 	if len(n) < 2 {
 		return "", false
 	}
-	if p := r.stripNP(n); len(p) != len(n) && r.lengthKeepsStrip(p) {
+	if p := r.stripNP(n); p != n && r.lengthKeepsStrip(p) {
 		n = p
 	}
 	if len(n) < 2 || len(n) > 17 {
@@ -290,83 +370,97 @@ type phoneNumber struct {
 	nsn string
 }
 
-// international validates the digits that followed a '+'. handled is false
-// when the fast path does not apply and phonenumbers must decide.
-func (b *phoneBook) international(digits string) (num phoneNumber, valid, handled bool) {
+// international validates the digits that followed a '+', as
+// Parse("+"+digits, "ZZ") and IsValidNumber do.
+func (b *phoneBook) international(digits string) (num phoneNumber, valid bool) {
 	if len(digits) <= 2 || digits[0] == '0' {
-		return num, false, true // too short after '+', or no calling code
+		return num, false // too short after '+', or no calling code
 	}
 	// The calling code: the first of digits[:1], [:2], [:3] that is one
 	// (they are prefix-free).
+	ix := phoneMeta()
 	code, cc := 0, ""
 	var regions []string
 	for i := 1; i <= 3; i++ {
 		c, _ := strconv.Atoi(digits[:i])
-		if rs := phonenumbers.GetRegionCodesForCountryCode(c); len(rs) > 0 {
+		if rs := ix.codes[c]; len(rs) > 0 {
 			code, cc, regions = c, digits[:i], rs
 			break
 		}
 	}
 	if code == 0 {
-		return num, false, true // unknown calling code
-	}
-	if regions[0] == "001" {
-		return num, false, false // non-geographic entity: phonenumbers decides
+		return num, false // unknown calling code
 	}
 	main := b.region(regions[0])
-	if !main.ok || main.transform || main.cc != code {
-		return num, false, false
+	if !main.ok || main.cc != code {
+		return num, false
 	}
 	nsn, ok := main.nsn(digits[len(cc):])
 	if !ok {
-		return num, false, true
+		return num, false
 	}
 	region := main
 	if len(regions) > 1 {
-		region = nil
-		for _, id := range regions {
-			r := b.region(id)
-			if !r.ok || r.cc != code {
-				return num, false, false
-			}
-			if r.leading != nil {
-				if r.leading.MatchString(nsn) {
-					region = r
-					break
-				}
-			} else if r.valid(nsn) {
-				region = r
-				break
-			}
-		}
-		if region == nil {
-			return num, false, true
+		if region = b.regionFor(code, nsn, regions); region == nil {
+			return num, false
 		}
 	}
-	return phoneNumber{code, nsn}, region.valid(nsn), true
+	return phoneNumber{code, nsn}, region.valid(nsn)
+}
+
+// regionFor is GetRegionCodeForNumber of calling code cc and national
+// significant number nsn: the only region of cc, else the first whose
+// leading digits start nsn or, when it has none, that nsn is valid for.
+// regions are cc's region keys; nil when none fits.
+func (b *phoneBook) regionFor(cc int, nsn string, regions []string) *phoneRegion {
+	if len(regions) == 1 {
+		return b.region(regions[0])
+	}
+	for _, id := range regions {
+		r := b.region(id)
+		if !r.ok || r.cc != cc {
+			return nil
+		}
+		if r.leading != nil {
+			if r.leading.MatchString(nsn) {
+				return r
+			}
+		} else if r.valid(nsn) {
+			return r
+		}
+	}
+	return nil
 }
 
 // national validates digits as a national number of region id, as
 // Parse(digits, id) and IsValidNumberForRegion(n, id) do: an international
 // prefix (IDD) or the region's own calling code in front is recognised.
-func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled bool) {
+func (b *phoneBook) national(digits, id string) (num phoneNumber, valid bool) {
 	r := b.region(id)
-	if !r.ok || r.transform || r.idd == "" {
-		return num, false, false
+	if !r.ok || len(id) != 2 {
+		return num, false // Parse rejects a region it does not know
+	}
+	iddEnd := -1
+	if r.iddRe != nil {
+		if m := r.iddRe.FindStringIndex(digits); m != nil {
+			iddEnd = m[1]
+		}
+	} else if strings.HasPrefix(digits, r.idd) {
+		iddEnd = len(r.idd)
 	}
 	parseRegion := r // whose metadata strips the national prefix
 	national := digits
 	switch {
-	case strings.HasPrefix(digits, r.idd) && !(len(digits) > len(r.idd) && digits[len(r.idd)] == '0'):
+	case iddEnd >= 0 && !(len(digits) > iddEnd && digits[iddEnd] == '0'):
 		// IDD: an international number. It can only be valid for id
 		// when its calling code is id's (calling codes are prefix-free).
-		rest := digits[len(r.idd):]
+		rest := digits[iddEnd:]
 		if len(rest) <= 2 || !strings.HasPrefix(rest, r.ccStr) {
-			return num, false, true
+			return num, false
 		}
 		national = rest[len(r.ccStr):]
 		if parseRegion = b.mainRegion(r.cc); parseRegion == nil {
-			return num, false, false
+			return num, false
 		}
 	case strings.HasPrefix(digits, r.ccStr):
 		// The region's calling code without '+': Parse drops it when
@@ -375,22 +469,26 @@ func (b *phoneBook) national(digits, id string) (num phoneNumber, valid, handled
 		if (!r.general.full(digits) && r.general.full(p)) || r.tooLong(digits) {
 			national = p
 			if parseRegion = b.mainRegion(r.cc); parseRegion == nil {
-				return num, false, false
+				return num, false
 			}
 		}
 	}
 	nsn, ok := parseRegion.nsn(national)
 	if !ok {
-		return num, false, true
+		return num, false
 	}
-	return phoneNumber{r.cc, nsn}, r.valid(nsn), true
+	return phoneNumber{r.cc, nsn}, r.valid(nsn)
 }
 
 // mainRegion returns the tables of the main region of calling code cc
-// (GetRegionCodeForCountryCode), or nil when the fast path cannot use it.
+// (GetRegionCodeForCountryCode), or nil when there is none.
 func (b *phoneBook) mainRegion(cc int) *phoneRegion {
-	m := b.region(phonenumbers.GetRegionCodeForCountryCode(cc))
-	if !m.ok || m.transform || m.cc != cc {
+	codes := &phoneMeta().codes
+	if cc <= 0 || cc >= len(codes) || len(codes[cc]) == 0 {
+		return nil
+	}
+	m := b.region(codes[cc][0])
+	if !m.ok || m.cc != cc {
 		return nil
 	}
 	return m
@@ -418,8 +516,4 @@ func (n phoneNumber) nationalNumber() string {
 		return "0"
 	}
 	return s
-}
-
-func fromLibrary(n *phonenumbers.PhoneNumber) phoneNumber {
-	return phoneNumber{int(n.GetCountryCode()), phonenumbers.GetNationalSignificantNumber(n)}
 }

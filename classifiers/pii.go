@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"net/netip"
 	"strings"
-
-	"github.com/nyaruka/phonenumbers"
 )
 
 // Context words (English and French first, then DE/ES/IT/NL where they
@@ -659,22 +657,10 @@ func (s *Scanner) checkPhoneKey(digits string, intl bool, key string) phoneResul
 	var num phoneNumber
 	found := false
 	if intl {
-		n, valid, handled := s.phones.international(digits)
-		if !handled {
-			if ln, err := phonenumbers.Parse("+"+digits, "ZZ"); err == nil && phonenumbers.IsValidNumber(ln) {
-				n, valid = fromLibrary(ln), true
-			}
-		}
-		num, found = n, valid
+		num, found = s.phones.international(digits)
 	} else if plausibleNational(digits) {
 		for _, region := range phoneRegionsFor(digits) {
-			n, valid, handled := s.phones.national(digits, region)
-			if !handled {
-				if ln, err := phonenumbers.Parse(digits, region); err == nil && phonenumbers.IsValidNumberForRegion(ln, region) {
-					n, valid = fromLibrary(ln), true
-				}
-			}
-			if valid {
+			if n, valid := s.phones.national(digits, region); valid {
 				num, found = n, true
 				break
 			}
@@ -732,16 +718,13 @@ var testCards = map[string]bool{
 // 1800 and 2131 (15), 3528-3589 (16-19); Maestro 5018, 5020, 5038, 5893,
 // 6304, 6759, 6761-6763 (12-19), kept here as the wider 50 and 56-69.
 func cardIssuer(p4, n int) bool {
-	return n < 32 && cardLengthTable[p4]>>n&1 != 0
+	return n < 32 && cardLengthSet(p4)>>n&1 != 0
 }
 
-// cardLengthTable is cardLengths of every four-digit prefix (read only).
-var cardLengthTable = func() (t [10000]uint32) {
-	for p4 := range t {
-		t[p4] = cardLengths(p4)
-	}
-	return t
-}()
+// cardLengthSet is cardLengths(p4) of a four-digit prefix, read from
+// tables laid out at build time (tables_gen.go): the class of p4, a byte
+// of cardLengthClass, indexes cardLengthSets.
+func cardLengthSet(p4 int) uint32 { return cardLengthSets[cardLengthClass[p4]] }
 
 // cardLengths is the set of lengths cardIssuer accepts after the first
 // four digits p4, bit n for n digits.
@@ -813,7 +796,7 @@ func cardNumeric(st *scanState, d *detector, c *numCand) {
 					p4 = p4*10 + int(c.digitAt(text, a, k)-'0')
 				}
 			}
-			pa, lens, sepTo = a, cardLengthTable[p4], cardSepRun(c, a)
+			pa, lens, sepTo = a, cardLengthSet(p4), cardSepRun(c, a)
 		}
 		// The separators and the issuer range and length reject most
 		// ranges before the digits are copied.

@@ -409,6 +409,7 @@ func TestQuality(t *testing.T) {
 		{"phones", "pii.phone", phoneSentences, 60, 0.85, 2},
 		{"no phones", "pii.phone", neg(noPhoneSentences), 20, 0, 0},
 	}
+	nameWords := nameWordMap()
 	for _, n := range append(append([]string{}, unlistedFullNames...), unlistedGivenNames...) {
 		for _, w := range strings.FieldsFunc(n, func(r rune) bool { return r == ' ' || r == '-' }) {
 			if k := nameWords[strings.ToLower(w)]; k != nameNone {

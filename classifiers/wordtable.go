@@ -3,6 +3,7 @@ package classifiers
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // wordTable is a read-only map from words to values for the name
@@ -28,7 +29,13 @@ func newWordTable[V any](m map[string]V) *wordTable[V] {
 		n *= 2
 	}
 	t := &wordTable[V]{slots: make([]wordSlot[V], n), mask: uint32(n - 1)}
-	for k, v := range m {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the same layout every time
+	for _, k := range keys {
+		v := m[k]
 		if k == "" {
 			panic("classifiers: empty word in a word table")
 		}

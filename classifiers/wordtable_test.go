@@ -20,7 +20,7 @@ func TestWordTable(t *testing.T) {
 			}
 		}
 	}
-	words := newWordTable(nameWords)
+	words, nameWords := nameWordTable, nameWordMap()
 	for k, v := range nameWords {
 		if got := words.at([]byte(k)); got != v {
 			t.Errorf("nameWords: at(%q) = %v, want %v", k, got, v)
@@ -32,8 +32,8 @@ func FuzzWordTable(f *testing.F) {
 	for _, s := range []string{"renaud", "dr", "jean-pierre", "müller", "o'neil", "", "abcdefghijklmnopq"} {
 		f.Add(s)
 	}
-	words := newWordTable(nameWords)
-	cues := newWordTable(nameCues)
+	nameWords, nameCues := nameWordMap(), nameCueMap()
+	words, cues := nameWordTable, nameCueTable
 	f.Fuzz(func(t *testing.T, w string) {
 		if got, want := words.at([]byte(w)), nameWords[w]; got != want {
 			t.Fatalf("nameWords table: %v, map: %v", got, want)
