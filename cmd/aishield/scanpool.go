@@ -59,34 +59,32 @@ type scanJob struct {
 // outcomes in the batch's slot, so that thousands of small files cost a
 // few hundred hand-overs between goroutines rather than several each.
 const (
-	// maxBatch is the most inputs of a batch; a scan of few inputs has
-	// batches of one, so that every core has some.
+	// maxBatch is the most inputs of a batch. Once the walk is over the
+	// batches get smaller towards the end, down to one input, so that
+	// every core has some to the last.
 	maxBatch = 32
 	// batchesAhead bounds, per worker, the batches scanned ahead of the
 	// report: their findings wait for it.
 	batchesAhead = 4
 )
 
-// batchSize is the number of inputs of a batch for n inputs on workers:
-// at least 16 batches a worker, so that the last ones balance the load.
-func batchSize(n, workers int) int {
-	return min(maxBatch, max(1, n/(16*workers)))
-}
-
-// scanPool scans the inputs of runScan on GOMAXPROCS workers and reports
-// them in order. There is no goroutine of its own for the report: the
-// worker that completes the batch the report waits for reports it, and
-// the batches after it already done, while the others keep scanning; so
-// a worker never waits for another unless it is a whole window of
-// batches ahead of the report.
+// scanPool scans the inputs of runScan on GOMAXPROCS workers while the
+// walk finds them, and reports them in order. There is no goroutine of
+// its own for the report: the worker that completes the batch the report
+// waits for reports it, and the batches after it already done, while the
+// others keep scanning; so a worker never waits for another unless it is
+// a whole window of batches ahead of the report.
 type scanPool struct {
-	inputs  []scanInput
-	batch   int // inputs a batch
-	batches int
+	workers int
 	window  int // batches taken and not yet reported, at most
 
 	mu   sync.Mutex
-	cond sync.Cond // signalled when reported grows
+	cond sync.Cond // signalled when inputs, walked or reported change
+	// inputs are those the walk found so far, walked says it is over;
+	// next is the first input not yet in a batch.
+	inputs []scanInput
+	walked bool
+	next   int
 	// taken counts the batches handed to workers, reported those
 	// reported; slots holds, for each batch in between, its jobs once
 	// scanned (nil until then).
@@ -100,19 +98,42 @@ type scanPool struct {
 	report func(jobs []scanJob)
 }
 
-// take returns the next batch to scan, waiting while the window is full;
-// ok is false when there is none left or stop says to stop.
-func (p *scanPool) take(stop func() bool) (b int, ok bool) {
+// add appends inputs found by the walk; done says the walk is over.
+func (p *scanPool) add(ins []scanInput, done bool) {
+	p.mu.Lock()
+	p.inputs = append(p.inputs, ins...)
+	p.walked = p.walked || done
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// take returns the next batch to scan and its number, waiting while the
+// window is full or the walk has not found a whole batch; ok is false
+// when there is none left or stop says to stop.
+func (p *scanPool) take(stop func() bool) (b int, batch []scanInput, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.taken-p.reported >= p.window && p.taken < p.batches && !stop() {
-		p.cond.Wait()
+	for {
+		if stop() {
+			return 0, nil, false
+		}
+		avail := len(p.inputs) - p.next
+		switch {
+		case p.walked && avail == 0:
+			return 0, nil, false
+		case p.taken-p.reported >= p.window, !p.walked && avail < maxBatch:
+			p.cond.Wait()
+			continue
+		}
+		n := maxBatch
+		if p.walked {
+			n = min(maxBatch, max(1, avail/(2*p.workers)))
+		}
+		batch = p.inputs[p.next : p.next+n : p.next+n]
+		p.next += n
+		p.taken++
+		return p.taken - 1, batch, true
 	}
-	if p.taken >= p.batches || stop() {
-		return 0, false
-	}
-	p.taken++
-	return p.taken - 1, true
 }
 
 // done puts the scanned batch b in its slot and, unless another worker is
@@ -142,39 +163,91 @@ func (p *scanPool) done(b int, jobs []scanJob) {
 	p.mu.Unlock()
 }
 
-// runScan collects the inputs of args (scanInputs) and scans them on
-// GOMAXPROCS workers (scanPool), a few batches of inputs ahead of the
-// report at most, which sees them in the order of the inputs: the order,
-// output and counts of a scan of one file after the other. An archive
-// gives a result per member. Findings on an aishield:allow line, and
-// those whose fingerprint is in the baseline, are dropped and counted.
-// The worker decides each file for sp's destination while its text is at
-// hand; a file too large to hold is streamed when its turn to be reported
-// comes, and decided from its findings as they pass. Reported files go to
-// sink (nil: their findings are kept in rep.Files, for SARIF). Unreadable
+// heldOutput holds what the report writes on the error output while the
+// walk, which writes its own errors there, is going on, and writes it
+// once the walk is over: the messages come in the order of a walk
+// followed by the scan.
+type heldOutput struct {
+	mu     sync.Mutex
+	w      io.Writer
+	walked bool
+	held   bytes.Buffer
+}
+
+func (h *heldOutput) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.walked {
+		return h.held.Write(b)
+	}
+	return h.w.Write(b)
+}
+
+// release writes what was held; what comes after is written at once.
+func (h *heldOutput) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.walked = true
+	h.w.Write(h.held.Bytes())
+	h.held = bytes.Buffer{}
+}
+
+// runScan walks the inputs of args (walkInputs, the rules of scanInputs)
+// and scans them as they are found on GOMAXPROCS workers (scanPool), a
+// few batches of inputs ahead of the report at most, which sees them in
+// the order of the inputs: the order, output and counts of a walk
+// followed by a scan of one file after the other. An archive gives a
+// result per member. Findings on an aishield:allow line, and those whose
+// fingerprint is in the baseline, are dropped and counted. The worker
+// decides each file for sp's destination while its text is at hand; a
+// file too large to hold is streamed when its turn to be reported comes,
+// and decided from its findings as they pass. Reported files go to sink
+// (nil: their findings are kept in rep.Files, for SARIF). Unreadable
 // inputs are reported on errOut. When ctx is done the scan stops and
 // rep.Interrupted is set.
 func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, sp *scanPolicy, sink scanSink) *scanReport {
-	inputs, skipped, ignored, errs := scanInputs(args, opts.inputOptions, errOut)
-	rep := &scanReport{NotScanned: skipped, Ignored: ignored, Errors: errs, Keyed: opts.keyed}
-	progress := len(inputs) > progressThreshold && isTerminal(errOut)
-
+	rep := &scanReport{Keyed: opts.keyed}
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := max(1, runtime.GOMAXPROCS(0))
-	size := batchSize(len(inputs), workers)
-	p := &scanPool{inputs: inputs, batch: size, batches: (len(inputs) + size - 1) / size, window: batchesAhead * workers}
+	p := &scanPool{workers: workers, window: batchesAhead * workers}
 	p.cond.L = &p.mu
 	p.slots = make([][]scanJob, p.window)
+	out := &heldOutput{w: errOut}
+
+	var wg sync.WaitGroup
+	var skipped []notScanned
+	var ignored, errs int
+	total := -1 // the number of inputs, once the walk is over
+	var progress bool
+	wg.Go(func() {
+		var found []scanInput
+		skipped, ignored, errs = walkInputs(args, opts.inputOptions, errOut, func(in scanInput) {
+			if found = append(found, in); len(found) == maxBatch {
+				p.add(found, false)
+				found = found[:0]
+			}
+		})
+		p.add(found, true)
+		terminal := isTerminal(errOut)
+		p.mu.Lock()
+		total = len(p.inputs)
+		progress = total > progressThreshold && terminal
+		p.mu.Unlock()
+		out.release()
+	})
 	i := 0
 	p.report = func(jobs []scanJob) {
+		p.mu.Lock()
+		n, show := total, progress
+		p.mu.Unlock()
 		for k := range jobs {
 			j := &jobs[k]
 			if inner.Err() == nil {
-				if progress && i%50 == 0 {
-					fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
+				if show && i%50 == 0 {
+					fmt.Fprintf(out, "\rscanning %d/%d files", i, n)
 				}
-				report(inner, sc, j, opts, errOut, sp, sink, rep)
+				report(inner, sc, j, opts, out, sp, sink, rep)
 				if rep.WriteErr != nil {
 					cancel()
 				}
@@ -186,19 +259,16 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts s
 		}
 	}
 	stop := func() bool { return inner.Err() != nil }
-	var wg sync.WaitGroup
-	for range min(workers, p.batches) {
+	for range workers {
 		wg.Go(func() {
 			var rd fileReader
 			for {
-				b, ok := p.take(stop)
+				b, batch, ok := p.take(stop)
 				if !ok {
 					return
 				}
-				lo := b * p.batch
-				hi := min(lo+p.batch, len(inputs))
-				jobs := make([]scanJob, hi-lo)
-				for k, in := range inputs[lo:hi] {
+				jobs := make([]scanJob, len(batch))
+				for k, in := range batch {
 					jobs[k] = scanJob{in: in, out: scanWorker(inner, sc, in, stdin, opts, sp, &rd)}
 				}
 				p.done(b, jobs)
@@ -207,8 +277,11 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts s
 	}
 	wg.Wait()
 	if progress {
-		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
+		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", total, "")
 	}
+	rep.NotScanned = append(skipped, rep.NotScanned...)
+	rep.Ignored = ignored
+	rep.Errors += errs
 	rep.Interrupted = ctx.Err() != nil
 	return rep
 }
