@@ -144,7 +144,12 @@ func (r *docReader) read(ctx context.Context, name string, data []byte, depth in
 	}
 	doc.Kind = "text"
 	doc.Text = string(data)
-	return r.scanText(ctx, doc)
+	if r.s == nil {
+		return doc, nil
+	}
+	fs, err := r.s.Scan(ctx, data) // the bytes at hand, not a copy of Text
+	doc.Findings = fs
+	return doc, err
 }
 
 func (r *docReader) scanText(ctx context.Context, doc *Document) (*Document, error) {

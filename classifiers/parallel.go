@@ -73,9 +73,11 @@ func scanWorkers() int { return runtime.GOMAXPROCS(0) }
 
 // parallelScan scans the chunks next yields (nil when there are no more;
 // an error when the input failed) on workers goroutines, at most
-// workers+2 chunks in flight, and hands the findings of each chunk, in
-// stream order, to fn. release, when not nil, gets back each chunk once
-// its findings were handed on (to reuse its buffer).
+// 2*workers+2 chunks in flight (so that a worker done with its chunk
+// finds another while a slower chunk holds up the ones after it), and
+// hands the findings of each chunk, in stream order, to fn. release,
+// when not nil, gets back each chunk once its findings were handed on (to
+// reuse its buffer).
 //
 // As the serial loop, a chunk's own error (a custom pattern's timeout)
 // does not stop the scan: the first one is returned at the end. An error
@@ -86,7 +88,7 @@ func (s *Scanner) parallelScan(ctx context.Context, workers int, next func() (*c
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan *chunkWork)
-	order := make(chan *chunkWork, workers)
+	order := make(chan *chunkWork, 2*workers)
 	var nextErr error // set before order is closed
 	var wg sync.WaitGroup
 	for range workers {
@@ -178,7 +180,7 @@ func (s *Scanner) scanEach(ctx context.Context, text []byte, workers int, fn fun
 // ScanReaderEach scans everything r yields, in chunks with overlap scanned
 // on every core (GOMAXPROCS), and hands the findings to fn a chunk at a
 // time, in order of Start: the concatenation of the slices fn sees is what
-// ScanReader returns, field for field. It holds about 2*GOMAXPROCS+1
+// ScanReader returns, field for field. It holds about 2*GOMAXPROCS+2
 // chunks (1 MiB each) and never more than one chunk's findings per chunk
 // in flight, so memory does not grow with the stream nor with its
 // findings. fn runs on the calling goroutine, one call at a time, and may
@@ -194,7 +196,7 @@ func (s *Scanner) ScanReaderEach(ctx context.Context, r io.Reader, fn func([]Fin
 
 // scanReaderEach is ScanReaderEach on workers goroutines.
 func (s *Scanner) scanReaderEach(ctx context.Context, r io.Reader, workers int, fn func([]Finding) error) error {
-	free := make(chan []byte, workers+2)
+	free := make(chan []byte, 2*workers+2)
 	get := func() []byte {
 		select {
 		case b := <-free:

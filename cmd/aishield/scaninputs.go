@@ -121,17 +121,24 @@ func ignoreFileRules(path string) (*ignoreMatcher, error) {
 // as given (when relative and inside the working directory). An ignore
 // file that cannot be read or parsed is an input error.
 func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []scanInput, skipped []notScanned, ignored, errs int) {
-	w := &walker{follow: opts.follow, errOut: errOut, exclude: opts.exclude}
+	skipped, ignored, errs = walkInputs(args, opts, errOut, func(in scanInput) { inputs = append(inputs, in) })
+	return inputs, skipped, ignored, errs
+}
+
+// walkInputs is scanInputs handing each input to emit as it is found,
+// so that the inputs are scanned while the walk goes on.
+func walkInputs(args []string, opts inputOptions, errOut io.Writer, emit func(scanInput)) (skipped []notScanned, ignored, errs int) {
+	w := &walker{follow: opts.follow, errOut: errOut, exclude: opts.exclude, emit: emit}
 	var err error
 	if w.extra, err = ignoreFileRules(opts.ignoreFile); err != nil {
 		w.fail(err)
-		return nil, nil, 0, w.errs
+		return nil, 0, w.errs
 	}
 	var cwdRules *ignoreMatcher
 	cwdLoaded := false
 	for _, a := range args {
 		if a == "-" {
-			w.inputs = append(w.inputs, scanInput{path: "-", stream: true})
+			w.emit(scanInput{path: "-", stream: true})
 			continue
 		}
 		st, err := os.Stat(a)
@@ -145,7 +152,7 @@ func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []sc
 					cwdLoaded = true
 					if cwdRules, err = w.matcherFor("."); err != nil {
 						w.fail(err)
-						return nil, nil, 0, w.errs
+						return nil, 0, w.errs
 					}
 				}
 				if cwdRules.ignored(rel, false) {
@@ -156,7 +163,7 @@ func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []sc
 		}
 		switch m := st.Mode(); {
 		case m.IsRegular():
-			w.inputs = append(w.inputs, scanInput{path: a})
+			w.emit(scanInput{path: a})
 		case m.IsDir():
 			if w.ign, err = w.matcherFor(a); err != nil {
 				w.fail(err)
@@ -165,18 +172,18 @@ func scanInputs(args []string, opts inputOptions, errOut io.Writer) (inputs []sc
 			w.root = a
 			w.dir(a, []fs.FileInfo{st})
 		case m&fs.ModeNamedPipe != 0:
-			w.inputs = append(w.inputs, scanInput{path: a, stream: true})
+			w.emit(scanInput{path: a, stream: true})
 		default:
 			w.fail(&inputError{Path: a, Err: fmt.Errorf("not a file, a directory or a pipe (it is %s)", fileKind(m))})
 		}
 	}
-	return w.inputs, w.skipped, w.ignored, w.errs
+	return w.skipped, w.ignored, w.errs
 }
 
 type walker struct {
 	follow  bool
 	errOut  io.Writer
-	inputs  []scanInput
+	emit    func(scanInput) // takes each input found, in order
 	skipped []notScanned
 	errs    int
 	// extra holds the --ignore-file rules; root and ign the directory
@@ -249,7 +256,7 @@ func (w *walker) dir(path string, ancestors []fs.FileInfo) {
 					continue
 				}
 			}
-			w.inputs = append(w.inputs, scanInput{path: p, walked: true})
+			w.emit(scanInput{path: p, walked: true})
 		default:
 			w.skip(p, fileKind(m))
 		}

@@ -16,6 +16,7 @@ type jsonlSink struct {
 	w     *bufio.Writer
 	keyed bool // fingerprints are written
 	enc   *json.Encoder
+	buf   []byte
 }
 
 // jsonlFinding is a finding line.
@@ -56,8 +57,13 @@ func (j *jsonlSink) beginFile(*fileResult) error { return nil }
 
 func (j *jsonlSink) findings(res *fileResult, fs []classifiers.Finding) error {
 	for _, x := range fs {
-		l := jsonlFinding{Type: "finding", Path: res.Path, scanFinding: newScanFinding(res, x, j.keyed)}
-		if err := j.line(&l); err != nil {
+		sf := newScanFinding(res, x, j.keyed)
+		b, ok := appendJSONLFinding(j.buf[:0], res.Path, &sf)
+		j.buf = b
+		if !ok { // the error encoding/json gives
+			return j.line(&jsonlFinding{Type: "finding", Path: res.Path, scanFinding: sf})
+		}
+		if _, err := j.w.Write(b); err != nil {
 			return err
 		}
 	}

@@ -50,74 +50,238 @@ type largeInput struct {
 
 // scanJob is one input on its way through the pool.
 type scanJob struct {
-	in   scanInput
-	out  scanOutcome
-	done chan struct{}
+	in  scanInput
+	out scanOutcome
 }
 
-// runScan collects the inputs of args (scanInputs) and scans them on
-// GOMAXPROCS workers, at most a few inputs ahead of the report, which sees
-// them in the order of the inputs: the order, output and counts of a scan
-// of one file after the other. An archive gives a result per member.
-// Findings on an aishield:allow line, and those whose fingerprint is in
-// the baseline, are dropped and counted. The worker decides each file for
-// sp's destination while its text is at hand; a file too large to hold is
-// streamed, and decided from its findings as they pass. Reported files go
-// to sink (nil: their findings are kept in rep.Files, for SARIF).
-// Unreadable inputs are reported on errOut. When ctx is done the scan
-// stops and rep.Interrupted is set.
-func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, sp *scanPolicy, sink scanSink) *scanReport {
-	inputs, skipped, ignored, errs := scanInputs(args, opts.inputOptions, errOut)
-	rep := &scanReport{NotScanned: skipped, Ignored: ignored, Errors: errs, Keyed: opts.keyed}
-	progress := len(inputs) > progressThreshold && isTerminal(errOut)
+// Files are handed to the workers in batches of consecutive inputs: a
+// worker takes a batch, scans its files one after the other and puts the
+// outcomes in the batch's slot, so that thousands of small files cost a
+// few hundred hand-overs between goroutines rather than several each.
+const (
+	// maxBatch is the most inputs of a batch. Once the walk is over the
+	// batches get smaller towards the end, down to one input, so that
+	// every core has some to the last.
+	maxBatch = 32
+	// batchesAhead bounds, per worker, the batches scanned ahead of the
+	// report: their findings wait for it.
+	batchesAhead = 4
+)
 
+// scanPool scans the inputs of runScan on GOMAXPROCS workers while the
+// walk finds them, and reports them in order. There is no goroutine of
+// its own for the report: the worker that completes the batch the report
+// waits for reports it, and the batches after it already done, while the
+// others keep scanning; so a worker never waits for another unless it is
+// a whole window of batches ahead of the report.
+type scanPool struct {
+	workers int
+	window  int // batches taken and not yet reported, at most
+
+	mu   sync.Mutex
+	cond sync.Cond // signalled when inputs, walked or reported change
+	// inputs are those the walk found so far, walked says it is over;
+	// next is the first input not yet in a batch.
+	inputs []scanInput
+	walked bool
+	next   int
+	// taken counts the batches handed to workers, reported those
+	// reported; slots holds, for each batch in between, its jobs once
+	// scanned (nil until then).
+	taken, reported int
+	slots           [][]scanJob
+	// reporting says a worker is reporting: the others leave their
+	// batches in slots for it.
+	reporting bool
+
+	// report writes one batch, in order; it runs on one worker at a time.
+	report func(jobs []scanJob)
+}
+
+// add appends inputs found by the walk; done says the walk is over.
+func (p *scanPool) add(ins []scanInput, done bool) {
+	p.mu.Lock()
+	p.inputs = append(p.inputs, ins...)
+	p.walked = p.walked || done
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+// take returns the next batch to scan and its number, waiting while the
+// window is full or the walk has not found a whole batch; ok is false
+// when there is none left or stop says to stop.
+func (p *scanPool) take(stop func() bool) (b int, batch []scanInput, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if stop() {
+			return 0, nil, false
+		}
+		avail := len(p.inputs) - p.next
+		switch {
+		case p.walked && avail == 0:
+			return 0, nil, false
+		case p.taken-p.reported >= p.window, !p.walked && avail < maxBatch:
+			p.cond.Wait()
+			continue
+		}
+		n := maxBatch
+		if p.walked {
+			n = min(maxBatch, max(1, avail/(2*p.workers)))
+		}
+		batch = p.inputs[p.next : p.next+n : p.next+n]
+		p.next += n
+		p.taken++
+		return p.taken - 1, batch, true
+	}
+}
+
+// done puts the scanned batch b in its slot and, unless another worker is
+// reporting, reports every batch done from the one the report waits for.
+func (p *scanPool) done(b int, jobs []scanJob) {
+	p.mu.Lock()
+	p.slots[b%p.window] = jobs
+	if p.reporting {
+		p.mu.Unlock()
+		return
+	}
+	p.reporting = true
+	for {
+		k := p.reported % p.window
+		next := p.slots[k]
+		if next == nil {
+			break
+		}
+		p.slots[k] = nil
+		p.mu.Unlock()
+		p.report(next)
+		p.mu.Lock()
+		p.reported++
+		p.cond.Broadcast()
+	}
+	p.reporting = false
+	p.mu.Unlock()
+}
+
+// heldOutput holds what the report writes on the error output while the
+// walk, which writes its own errors there, is going on, and writes it
+// once the walk is over: the messages come in the order of a walk
+// followed by the scan.
+type heldOutput struct {
+	mu     sync.Mutex
+	w      io.Writer
+	walked bool
+	held   bytes.Buffer
+}
+
+func (h *heldOutput) Write(b []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.walked {
+		return h.held.Write(b)
+	}
+	return h.w.Write(b)
+}
+
+// release writes what was held; what comes after is written at once.
+func (h *heldOutput) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.walked = true
+	h.w.Write(h.held.Bytes())
+	h.held = bytes.Buffer{}
+}
+
+// runScan walks the inputs of args (walkInputs, the rules of scanInputs)
+// and scans them as they are found on GOMAXPROCS workers (scanPool), a
+// few batches of inputs ahead of the report at most, which sees them in
+// the order of the inputs: the order, output and counts of a walk
+// followed by a scan of one file after the other. An archive gives a
+// result per member. Findings on an aishield:allow line, and those whose
+// fingerprint is in the baseline, are dropped and counted. The worker
+// decides each file for sp's destination while its text is at hand; a
+// file too large to hold is streamed when its turn to be reported comes,
+// and decided from its findings as they pass. Reported files go to sink
+// (nil: their findings are kept in rep.Files, for SARIF). Unreadable
+// inputs are reported on errOut. When ctx is done the scan stops and
+// rep.Interrupted is set.
+func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts scanOptions, stdin io.Reader, errOut io.Writer, sp *scanPolicy, sink scanSink) *scanReport {
+	rep := &scanReport{Keyed: opts.keyed}
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := max(1, runtime.GOMAXPROCS(0))
-	jobs := make(chan *scanJob)
-	order := make(chan *scanJob, 8*workers) // bounds the inputs scanned ahead: their findings wait for the report
+	p := &scanPool{workers: workers, window: batchesAhead * workers}
+	p.cond.L = &p.mu
+	p.slots = make([][]scanJob, p.window)
+	out := &heldOutput{w: errOut}
+
 	var wg sync.WaitGroup
+	var skipped []notScanned
+	var ignored, errs int
+	total := -1 // the number of inputs, once the walk is over
+	var progress bool
+	wg.Go(func() {
+		var found []scanInput
+		skipped, ignored, errs = walkInputs(args, opts.inputOptions, errOut, func(in scanInput) {
+			if found = append(found, in); len(found) == maxBatch {
+				p.add(found, false)
+				found = found[:0]
+			}
+		})
+		p.add(found, true)
+		terminal := isTerminal(errOut)
+		p.mu.Lock()
+		total = len(p.inputs)
+		progress = total > progressThreshold && terminal
+		p.mu.Unlock()
+		out.release()
+	})
+	i := 0
+	p.report = func(jobs []scanJob) {
+		p.mu.Lock()
+		n, show := total, progress
+		p.mu.Unlock()
+		for k := range jobs {
+			j := &jobs[k]
+			if inner.Err() == nil {
+				if show && i%50 == 0 {
+					fmt.Fprintf(out, "\rscanning %d/%d files", i, n)
+				}
+				report(inner, sc, j, opts, out, sp, sink, rep)
+				if rep.WriteErr != nil {
+					cancel()
+				}
+			}
+			if j.out.large != nil {
+				j.out.large.close()
+			}
+			i++
+		}
+	}
+	stop := func() bool { return inner.Err() != nil }
 	for range workers {
 		wg.Go(func() {
-			for j := range jobs {
-				j.out = scanWorker(inner, sc, j.in, stdin, opts, sp)
-				close(j.done)
+			var rd fileReader
+			for {
+				b, batch, ok := p.take(stop)
+				if !ok {
+					return
+				}
+				jobs := make([]scanJob, len(batch))
+				for k, in := range batch {
+					jobs[k] = scanJob{in: in, out: scanWorker(inner, sc, in, stdin, opts, sp, &rd)}
+				}
+				p.done(b, jobs)
 			}
 		})
 	}
-	go func() {
-		defer close(order)
-		defer close(jobs)
-		for _, in := range inputs {
-			if inner.Err() != nil {
-				return
-			}
-			j := &scanJob{in: in, done: make(chan struct{})}
-			order <- j // the report drains order to the end
-			jobs <- j
-		}
-	}()
-	i := 0
-	for j := range order {
-		<-j.done
-		if inner.Err() == nil {
-			if progress && i%50 == 0 {
-				fmt.Fprintf(errOut, "\rscanning %d/%d files", i, len(inputs))
-			}
-			report(inner, sc, j, opts, errOut, sp, sink, rep)
-			if rep.WriteErr != nil {
-				cancel()
-			}
-		}
-		if j.out.large != nil {
-			j.out.large.close()
-		}
-		i++
-	}
 	wg.Wait()
 	if progress {
-		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", len(inputs), "")
+		fmt.Fprintf(errOut, "\rscanned %d files%20s\n", total, "")
 	}
+	rep.NotScanned = append(skipped, rep.NotScanned...)
+	rep.Ignored = ignored
+	rep.Errors += errs
 	rep.Interrupted = ctx.Err() != nil
 	return rep
 }
@@ -125,11 +289,11 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts s
 // scanWorker scans one input and, for each file of it, suppresses the
 // findings the user allowed and decides it for sp's destination, with its
 // text at hand; the text is dropped before the outcome is handed on.
-func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader, opts scanOptions, sp *scanPolicy) scanOutcome {
+func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader, opts scanOptions, sp *scanPolicy, rd *fileReader) scanOutcome {
 	if ctx.Err() != nil {
 		return scanOutcome{}
 	}
-	results, large, err := scanOne(ctx, sc, in, stdin)
+	results, large, err := scanOne(ctx, sc, in, stdin, rd)
 	out := scanOutcome{large: large, err: err}
 	if err != nil || large != nil {
 		return out
@@ -261,11 +425,50 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
+// fileReader reads the files of one worker into the same buffer, one
+// after the other: the scan keeps nothing of the bytes it is given (its
+// results hold copies), so the buffer serves the next file.
+type fileReader struct {
+	buf []byte
+}
+
+// maxKeptBuffer is the largest buffer a fileReader keeps for the next
+// file; a larger file's buffer is dropped once it is scanned.
+const maxKeptBuffer = 4 << 20
+
+// read reads f, a regular file of size bytes when it was opened, to its
+// end. A file that grew meanwhile is read all the same, up to
+// maxWholeFile+1 bytes (the caller streams a longer one).
+func (rd *fileReader) read(f io.Reader, size int64) ([]byte, error) {
+	buf := rd.buf[:0]
+	if want := int(size) + 1; cap(buf) < want { // +1: room for the read that sees the end
+		buf = make([]byte, 0, max(want, 4<<10))
+	}
+	for len(buf) <= maxWholeFile {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), maxWholeFile+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cap(buf) <= maxKeptBuffer { // never a file streamed: maxKeptBuffer < maxWholeFile
+		rd.buf = buf
+	}
+	return buf, nil
+}
+
 // scanOne scans one input: a file, or a stream ("-" is standard input)
 // read as it comes, whole up to maxWholeFile. A larger input is returned
 // open, as large, to be streamed (reportLarge). Reads waiting on a pipe or
-// a terminal end when ctx is done.
-func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader) (_ []*fileResult, large *largeInput, err error) {
+// a terminal end when ctx is done. A regular file is read into rd's
+// buffer.
+func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader, rd *fileReader) (_ []*fileResult, large *largeInput, err error) {
 	name := in.path
 	var r io.Reader
 	var closer func()
@@ -296,7 +499,12 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		}
 		r, size = f, st.Size()
 	}
-	data, err := inputfile.ReadUpTo(r, size, maxWholeFile+1)
+	var data []byte
+	if size > 0 {
+		data, err = rd.read(r, size)
+	} else {
+		data, err = inputfile.ReadUpTo(r, size, maxWholeFile+1)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

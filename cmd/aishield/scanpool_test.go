@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -400,6 +401,36 @@ func TestScanWriteErrorStops(t *testing.T) {
 		code := run(context.Background(), []string{"scan", "--format", format, root}, nil, failWriter{}, &errOut)
 		if code != 2 || !strings.Contains(errOut.String(), "disk full") {
 			t.Fatalf("%s: exit %d, stderr %q", format, code, errOut.String())
+		}
+	}
+}
+
+// TestScanPoolManyFiles: a tree of many small files, more batches than
+// the pool holds ahead of the report, scanned on 1 to 4 workers while the
+// walk goes on, with inputs that cannot be read named before, among and
+// after the directories: the reports and exit codes are those of the
+// serial scan.
+func TestScanPoolManyFiles(t *testing.T) {
+	t.Setenv(hashKeyEnv, "0123456789abcdef0123456789abcdef")
+	r := rand.New(rand.NewPCG(15, 2))
+	root := t.TempDir()
+	for i := range 1500 {
+		dir := filepath.Join(root, fmt.Sprintf("d%02d", i%23))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d.txt", i)), genText(r, r.IntN(400)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{filepath.Join(root, "missing-1"), filepath.Join(root, "d03"), root, filepath.Join(root, "missing-2"), filepath.Join(root, "d07", "f0007.txt")}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 4} {
+		runtime.GOMAXPROCS(procs)
+		for _, format := range []string{"text", "json", "sarif"} {
+			t.Run(fmt.Sprintf("%s/%d", format, procs), func(t *testing.T) {
+				checkSame(t, format, "", "", "", false, args, nil)
+			})
 		}
 	}
 }

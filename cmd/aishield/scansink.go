@@ -13,15 +13,17 @@ import (
 // scanned, then what was not scanned, the summary line (finish), and the
 // decisions (scanPolicy.writeDecisions).
 type textSink struct {
-	w *bufio.Writer
+	w   *bufio.Writer
+	buf []byte
 }
 
 func (t *textSink) beginFile(*fileResult) error { return nil }
 func (t *textSink) endFile(*fileResult) error   { return nil }
 
 func (t *textSink) findings(res *fileResult, fs []classifiers.Finding) error {
-	for _, x := range fs {
-		if _, err := fmt.Fprintf(t.w, "%s:%d:%d: %s %s (confidence %.2f)\n", res.Path, x.Line, x.Column, x.Detector, x.Preview, x.Confidence); err != nil {
+	for i := range fs {
+		t.buf = appendTextFinding(t.buf[:0], res.Path, &fs[i])
+		if _, err := t.w.Write(t.buf); err != nil {
 			return err
 		}
 	}
@@ -68,6 +70,7 @@ type jsonSink struct {
 	files int  // files begun
 	found int  // findings of the current file
 	err   error
+	buf   []byte
 }
 
 // Indents of the document's levels: a file, its fields, its findings.
@@ -141,11 +144,17 @@ func newScanFinding(res *fileResult, x classifiers.Finding, keyed bool) scanFind
 func (j *jsonSink) findings(res *fileResult, fs []classifiers.Finding) error {
 	for _, x := range fs {
 		sf := newScanFinding(res, x, j.keyed)
+		b := j.buf[:0]
 		if j.found > 0 {
-			j.str(",")
+			b = append(b, ',')
 		}
-		j.str("\n" + jsonFindingIndent)
-		j.value(sf, jsonFindingIndent)
+		b = append(b, "\n"+jsonFindingIndent...)
+		b, ok := appendFindingIndent(b, &sf, jsonFindingIndent)
+		j.w.Write(b)
+		j.buf = b
+		if !ok {
+			j.value(sf, jsonFindingIndent) // the error encoding/json gives
+		}
 		j.found++
 	}
 	return j.flushErr()
