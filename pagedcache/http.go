@@ -230,22 +230,20 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 	s.logRequest(r, j, out, aerr, time.Since(start))
 }
 
-// tokenize turns text into cl100k_base token IDs.
+// tokenize turns text into cl100k_base token IDs: the library's, without
+// its split regex for ASCII text (internal/tokens).
 func (s *Server) tokenize(text string) []uint32 {
-	ids, _, err := s.codec.Encode(text)
+	// English prose averages about four bytes a token.
+	ids, err := s.tok.Encode(make([]uint32, 0, len(text)/4+8), text)
 	if err != nil {
 		// Encode only fails in strict UTF-8 mode, which is not used; fall
 		// back to one token per byte rather than lose the input.
-		ids = make([]uint, len(text))
+		ids = make([]uint32, len(text))
 		for i := range text {
-			ids[i] = uint(text[i])
+			ids[i] = uint32(text[i])
 		}
 	}
-	out := make([]uint32, len(ids))
-	for i, id := range ids {
-		out[i] = uint32(id)
-	}
-	return out
+	return ids
 }
 
 // detok decodes token IDs to bytes (possibly ending inside a UTF-8 sequence).

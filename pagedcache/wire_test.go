@@ -1,9 +1,13 @@
 package pagedcache
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
 )
 
 func TestParseChatRequest(t *testing.T) {
@@ -97,6 +101,76 @@ func FuzzTokenLowerBound(f *testing.F) {
 		}
 		if lb, n := tokenLowerBound(text), len(s.tokenize(text)); lb > n {
 			t.Fatalf("lower bound %d > %d real tokens for %q", lb, n, text)
+		}
+	})
+}
+
+// libraryIDs is the library's own encoding of text in cl100k_base.
+func libraryIDs(t testing.TB, text string) []uint32 {
+	t.Helper()
+	codec, err := tokenizer.Get(tokenizer.Cl100kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, err := codec.Encode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		out[i] = uint32(id)
+	}
+	return out
+}
+
+// TestTokenizeMatchesLibrary checks that the server's prompts, as it builds
+// them from chat requests, get the library's token IDs: ASCII prose, code
+// and JSON (the fast path) and text off it.
+func TestTokenizeMatchesLibrary(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []string{
+		"hello world",
+		strings.Repeat("Quarterly review notes: the team shipped the billing migration. It's done, isn't it? ", 50),
+		"func main() {\n\tfmt.Println(\"hi\")\n}\n\n\n    indented   words\r\n",
+		`{"json": [1, 2, 3], "k": "v"} 1234567 <|endoftext|> http://example.com//a`,
+		strings.Repeat("=-", 60) + " " + strings.Repeat("abcdefghij", 12),
+		"Ünïcödé façade — naïve café; 日本語; emoji 😀 ok",
+		"control \x01\x7f characters",
+	} {
+		body, err := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": content}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := parseChatRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.tokenize(g.prompt), libraryIDs(t, g.prompt); !slices.Equal(got, want) {
+			t.Errorf("%.30q: tokenize %v, library %v", content, got, want)
+		}
+	}
+}
+
+// FuzzTokenizeMatchesLibrary checks the server's token IDs against the
+// library's on any valid UTF-8 text.
+func FuzzTokenizeMatchesLibrary(f *testing.F) {
+	s, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{"", "hello world", "it's 12345678 o'clock", "Ünïcödé ١٢٣٤ 漢字かな", "  \n\n\t x", "'S'T'RE", "user: hi\nassistant:"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) || len(text) > 4096 {
+			return // the server only tokenizes JSON strings, which are valid UTF-8
+		}
+		if got, want := s.tokenize(text), libraryIDs(t, text); !slices.Equal(got, want) {
+			t.Fatalf("%q: tokenize %v, library %v", text, got, want)
 		}
 	})
 }

@@ -323,20 +323,21 @@ func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 // letters or punctuation of 64 bytes and more) go through the library.
 const maxMerge = 64
 
-// merges returns the number of tokens the byte-pair merge makes of piece,
-// as the library's merge does: repeatedly merge the leftmost adjacent pair
-// of lowest rank whose concatenation is a token. ok is false for a piece of
-// maxMerge bytes or more.
-func (v *vocab) merges(piece string) (n int, ok bool) {
+// mergeParts runs the byte-pair merge of piece as the library's merge
+// does: repeatedly merge the leftmost adjacent pair of lowest rank whose
+// concatenation is a token. It leaves the offsets of the tokens' starts in
+// off, the length of piece after them, and returns how many offsets it
+// wrote (the token count plus one); ok is false for a piece of maxMerge
+// bytes or more.
+func (v *vocab) mergeParts(piece string, off *[maxMerge + 1]int) (parts int, ok bool) {
 	if len(piece) >= maxMerge {
 		return 0, false
 	}
 	const none = ^uint32(0)
-	var offBuf [maxMerge + 1]int
 	var rankBuf [maxMerge + 1]uint32
-	parts := len(piece) + 1
-	off, rank := offBuf[:parts], rankBuf[:parts]
-	for i := range off {
+	parts = len(piece) + 1
+	rank := rankBuf[:parts]
+	for i := range parts {
 		off[i], rank[i] = i, none
 	}
 	// rankOf is the rank of the token joining parts i and i+1+skip.
@@ -369,7 +370,15 @@ func (v *vocab) merges(piece string) (n int, ok bool) {
 		copy(rank[minIndex+1:parts-1], rank[minIndex+2:parts])
 		parts--
 	}
-	return parts - 1, true
+	return parts, true
+}
+
+// merges returns the number of tokens the byte-pair merge makes of piece;
+// ok is false for a piece of maxMerge bytes or more.
+func (v *vocab) merges(piece string) (n int, ok bool) {
+	var off [maxMerge + 1]int
+	parts, ok := v.mergeParts(piece, &off)
+	return parts - 1, ok
 }
 
 // exactFast counts s as codec does, through splitASCII and v; ok is false
@@ -396,4 +405,40 @@ func exactFast(codec tokenizer.Codec, v *vocab, o200k bool, s string) (n int, ok
 		n, err = n+k, e
 	})
 	return n, true, err
+}
+
+// encodeFast appends the token IDs of s to dst as codec encodes it,
+// through splitASCII and v; ok is false (and dst unchanged) when s is not
+// on the fast path.
+func encodeFast(dst []uint32, codec tokenizer.Codec, v *vocab, o200k bool, s string) (_ []uint32, ok bool, err error) {
+	if !fastText(s) {
+		return dst, false, nil
+	}
+	var off [maxMerge + 1]int
+	splitASCII(s, o200k, func(piece string) {
+		if err != nil {
+			return
+		}
+		if r, in := v.rank(piece); in {
+			dst = append(dst, r)
+			return
+		}
+		if parts, ok := v.mergeParts(piece, &off); ok {
+			for i := range parts - 1 {
+				// Every part of the merge is a token (single bytes
+				// included); the library gives rank 0 to any other.
+				r, _ := v.rank(piece[off[i]:off[i+1]])
+				dst = append(dst, r)
+			}
+			return
+		}
+		// A long piece: the library merges it alone, which its regex cuts
+		// into that one piece.
+		var ids []uint
+		ids, _, err = codec.Encode(piece)
+		for _, id := range ids {
+			dst = append(dst, uint32(id))
+		}
+	})
+	return dst, true, err
 }
