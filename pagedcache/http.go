@@ -160,7 +160,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 			message: HeaderAbort + ` must be "prefill"`})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -228,6 +228,31 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 		writeError(w, aerr)
 	}
 	s.logRequest(r, j, out, aerr, time.Since(start))
+}
+
+// readBody reads r to its end, as io.ReadAll does, into a buffer sized for
+// a body of size bytes (the request's Content-Length, -1 when unknown) up
+// to limit.
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more than announced, so that the read seeing the end does
+	// not grow the buffer.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // tokenize turns text into cl100k_base token IDs: the library's, without

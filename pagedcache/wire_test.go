@@ -1,10 +1,18 @@
 package pagedcache
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -173,4 +181,88 @@ func FuzzTokenizeMatchesLibrary(f *testing.F) {
 			t.Fatalf("%q: tokenize %v, library %v", text, got, want)
 		}
 	})
+}
+
+// decodeRef is decodeStrict through the Decoder alone, the reference of
+// its fast path.
+func decodeRef(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}
+	}
+	if dec.More() {
+		return &requestError{msg: "could not parse the JSON body: trailing data after the object"}
+	}
+	return nil
+}
+
+// checkDecode fails t unless decodeStrict and decodeRef agree on body, in
+// their error and in what they decoded.
+func checkDecode(t *testing.T, body []byte) {
+	t.Helper()
+	var got, want chatRequest
+	gerr, werr := decodeStrict(body, &got), decodeRef(body, &want)
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("%q: error %v, the Decoder's %v", body, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decoded %+v, the Decoder %+v", body, got, want)
+	}
+}
+
+func TestDecodeStrictMatchesDecoder(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		` {"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]} ` + "\n",
+		``, ` `, `{`, `{"messages":[}`, `{} {}`, `{}x`, `{} ]`, `[]`, `null`, `"s"`,
+		`{"max_tokens":"3"}`, `{"messages":"x","max_tokens":1.5}`, `{"messages":[{"role":1}]} trailing`,
+		`{"messages":[{"role":"user","content":5}]}`, "{\"a\":\"\xff\"}", `{"n":1e400}`,
+	} {
+		checkDecode(t, []byte(body))
+	}
+}
+
+func FuzzDecodeStrict(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"max_tokens":3} {}`))
+	f.Add([]byte(`{"max_tokens":"x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkDecode(t, body)
+	})
+}
+
+// TestReadBody checks readBody against io.ReadAll whether the announced
+// size is right, short, long or unknown, and under the server's limit.
+func TestReadBody(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("0123456789", 700)
+	for _, tc := range []struct {
+		size, limit int64
+		wantErr     bool
+	}{
+		{int64(len(body)), 1 << 20, false},
+		{-1, 1 << 20, false},
+		{10, 1 << 20, false},
+		{int64(len(body)) + 100, 1 << 20, false},
+		{0, 1 << 20, false},
+		{int64(len(body)), 100, true},
+		{-1, 100, true},
+		{50, 100, true},
+	} {
+		rec := httptest.NewRecorder()
+		// A reader returning a few bytes at a time, as a connection does.
+		r := http.MaxBytesReader(rec, io.NopCloser(iotest.HalfReader(strings.NewReader(body))), tc.limit)
+		got, err := readBody(r, tc.size, tc.limit)
+		var mbe *http.MaxBytesError
+		if tc.wantErr {
+			if !errors.As(err, &mbe) {
+				t.Errorf("size %d limit %d: error %v, want a MaxBytesError", tc.size, tc.limit, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != body {
+			t.Errorf("size %d: read %d bytes (%v), want %d", tc.size, len(got), err, len(body))
+		}
+	}
 }
