@@ -186,11 +186,12 @@ func splitASCII(s string, o200k bool, yield func(piece string)) {
 // in it is one token, and the ranks drive the byte-pair merge of the
 // others. Tokens of one or two bytes are found in an array, those of up to
 // seven bytes by a word of their bytes (one probe, no string to compare),
-// the others by string.
+// those of eight to fifteen bytes by two words, the others by string.
 type vocab struct {
 	pairs [1 << 16]uint32 // rank+1 of the two-byte tokens, 0 for none
 	bytes [256]uint32     // rank+1 of the one-byte tokens
 	short shortTable      // tokens of three to seven bytes
+	mid   midTable        // tokens of eight to fifteen bytes
 	long  map[string]uint32
 }
 
@@ -238,6 +239,67 @@ func (t *shortTable) put(key uint64, rank uint32) {
 	}
 }
 
+// midTable is shortTable for tokens of 8 to 15 bytes, keyed by two words
+// (midKey): hi is never 0, which marks an empty slot.
+type midTable struct {
+	slots []midSlot
+	shift uint
+}
+
+type midSlot struct {
+	lo, hi uint64
+	rank   uint32
+}
+
+func newMidTable(n int) midTable {
+	bits := uint(1)
+	for 1<<bits < n*4/3+1 {
+		bits++
+	}
+	return midTable{slots: make([]midSlot, 1<<bits), shift: 64 - bits}
+}
+
+func (t *midTable) hash(lo, hi uint64) uint64 {
+	return ((lo ^ hi*0xff51afd7ed558ccd) * 0x9e3779b97f4a7c15) >> t.shift
+}
+
+func (t *midTable) get(lo, hi uint64) (uint32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.hash(lo, hi); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch {
+		case s.hi == hi && s.lo == lo:
+			return s.rank, true
+		case s.hi == 0:
+			return 0, false
+		}
+	}
+}
+
+// put adds a key; the table must keep an empty slot.
+func (t *midTable) put(lo, hi uint64, rank uint32) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.hash(lo, hi); ; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.hi == 0 || s.hi == hi && s.lo == lo {
+			*s = midSlot{lo, hi, rank}
+			return
+		}
+	}
+}
+
+// midKey packs a string of 8 to 15 bytes: its first eight bytes in lo,
+// the others and its length in hi.
+func midKey(s string) (lo, hi uint64) {
+	_ = s[7]
+	lo = uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	hi = uint64(len(s)) << 56
+	for i := 8; i < len(s); i++ {
+		hi |= uint64(s[i]) << (8 * (i - 8))
+	}
+	return lo, hi
+}
+
 // shortKey packs a string of at most 7 bytes and its length in a word.
 func shortKey(s string) uint64 {
 	k := uint64(len(s)) << 56
@@ -258,6 +320,8 @@ func (v *vocab) rank(t string) (uint32, bool) {
 		return r - 1, r != 0
 	case len(t) <= 7:
 		return v.short.get(shortKey(t))
+	case len(t) <= 15:
+		return v.mid.get(midKey(t))
 	default:
 		r, ok := v.long[t]
 		return r, ok
@@ -272,6 +336,9 @@ func (v *vocab) add(t string, rank uint32) {
 		v.pairs[uint16(t[0])<<8|uint16(t[1])] = rank + 1
 	case len(t) <= 7:
 		v.short.put(shortKey(t), rank)
+	case len(t) <= 15:
+		lo, hi := midKey(t)
+		v.mid.put(lo, hi, rank)
 	default:
 		v.long[t] = rank
 	}
@@ -304,13 +371,16 @@ func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 		}
 		tokens = append(tokens, t)
 	}
-	short := 0
+	short, mid := 0, 0
 	for _, t := range tokens {
-		if len(t) >= 3 && len(t) <= 7 {
+		switch {
+		case len(t) >= 3 && len(t) <= 7:
 			short++
+		case len(t) >= 8 && len(t) <= 15:
+			mid++
 		}
 	}
-	v := &vocab{short: newShortTable(short), long: map[string]uint32{}}
+	v := &vocab{short: newShortTable(short), mid: newMidTable(mid), long: map[string]uint32{}}
 	for rank, t := range tokens {
 		if t != "" {
 			v.add(t, uint32(rank))
