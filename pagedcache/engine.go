@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aishield/aishield/internal/tokens"
 	"github.com/tiktoken-go/tokenizer"
 )
 
@@ -19,7 +20,8 @@ import (
 // methods are safe for concurrent use by multiple goroutines.
 type Server struct {
 	opts        Options
-	codec       tokenizer.Codec
+	codec       tokenizer.Codec // decodes token IDs
+	tok         *tokens.Counter // encodes prompts, as codec would
 	mux         *http.ServeMux
 	capacity    int // whole pages only
 	maxReqInput int // min(ContextLen-1, capacity-1), SGLang's max_req_input_len
@@ -67,14 +69,18 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pagedcache: tokenizer: %w", err)
 	}
-	// Warm the tokenizer (its vocabulary tables are built on first use) so
-	// the first request does not pay for it.
-	if ids, _, err := codec.Encode("warm up"); err == nil {
-		_, _ = codec.Decode(ids)
+	// Warm the tokenizers (their vocabulary tables are built on first use)
+	// so the first request does not pay for it.
+	tok := &tokens.Counter{Encoding: string(tokenizer.Cl100kBase)}
+	ids, err := tok.Encode(nil, "warm up")
+	if err != nil {
+		return nil, fmt.Errorf("pagedcache: tokenizer: %w", err)
 	}
+	_, _ = codec.Decode([]uint{uint(ids[0])})
 	s := &Server{
 		opts:        o,
 		codec:       codec,
+		tok:         tok,
 		pool:        newPool(o.CapacityTokens, o.PageSize, o.Reuse),
 		tenantIDs:   map[string]uint32{},
 		tenantNames: []string{""},

@@ -160,7 +160,7 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 			message: HeaderAbort + ` must be "prefill"`})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := readBody(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes), r.ContentLength, s.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -230,22 +230,45 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request, endpoint 
 	s.logRequest(r, j, out, aerr, time.Since(start))
 }
 
-// tokenize turns text into cl100k_base token IDs.
+// readBody reads r to its end, as io.ReadAll does, into a buffer sized for
+// a body of size bytes (the request's Content-Length, -1 when unknown) up
+// to limit.
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	// One byte more than announced, so that the read seeing the end does
+	// not grow the buffer.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// tokenize turns text into cl100k_base token IDs: the library's, without
+// its split regex for ASCII text (internal/tokens).
 func (s *Server) tokenize(text string) []uint32 {
-	ids, _, err := s.codec.Encode(text)
+	// English prose averages about four bytes a token.
+	ids, err := s.tok.Encode(make([]uint32, 0, len(text)/4+8), text)
 	if err != nil {
 		// Encode only fails in strict UTF-8 mode, which is not used; fall
 		// back to one token per byte rather than lose the input.
-		ids = make([]uint, len(text))
+		ids = make([]uint32, len(text))
 		for i := range text {
-			ids[i] = uint(text[i])
+			ids[i] = uint32(text[i])
 		}
 	}
-	out := make([]uint32, len(ids))
-	for i, id := range ids {
-		out[i] = uint32(id)
-	}
-	return out
+	return ids
 }
 
 // detok decodes token IDs to bytes (possibly ending inside a UTF-8 sequence).

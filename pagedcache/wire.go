@@ -143,7 +143,19 @@ type requestError struct {
 
 func (e *requestError) Error() string { return e.msg }
 
+// decodeStrict decodes body, one JSON value, into v. A body that is one
+// valid value (the usual case) is decoded in place, as the Decoder would
+// decode it; any other goes through the Decoder, for its errors.
 func decodeStrict(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		// A syntax error is found before anything is stored in v.
+		if err != nil {
+			return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}
+		}
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}

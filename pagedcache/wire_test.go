@@ -1,9 +1,21 @@
 package pagedcache
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
 )
 
 func TestParseChatRequest(t *testing.T) {
@@ -99,4 +111,158 @@ func FuzzTokenLowerBound(f *testing.F) {
 			t.Fatalf("lower bound %d > %d real tokens for %q", lb, n, text)
 		}
 	})
+}
+
+// libraryIDs is the library's own encoding of text in cl100k_base.
+func libraryIDs(t testing.TB, text string) []uint32 {
+	t.Helper()
+	codec, err := tokenizer.Get(tokenizer.Cl100kBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, err := codec.Encode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint32, len(ids))
+	for i, id := range ids {
+		out[i] = uint32(id)
+	}
+	return out
+}
+
+// TestTokenizeMatchesLibrary checks that the server's prompts, as it builds
+// them from chat requests, get the library's token IDs: ASCII prose, code
+// and JSON (the fast path) and text off it.
+func TestTokenizeMatchesLibrary(t *testing.T) {
+	t.Parallel()
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, content := range []string{
+		"hello world",
+		strings.Repeat("Quarterly review notes: the team shipped the billing migration. It's done, isn't it? ", 50),
+		"func main() {\n\tfmt.Println(\"hi\")\n}\n\n\n    indented   words\r\n",
+		`{"json": [1, 2, 3], "k": "v"} 1234567 <|endoftext|> http://example.com//a`,
+		strings.Repeat("=-", 60) + " " + strings.Repeat("abcdefghij", 12),
+		"Ünïcödé façade — naïve café; 日本語; emoji 😀 ok",
+		"control \x01\x7f characters",
+	} {
+		body, err := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": content}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := parseChatRequest(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.tokenize(g.prompt), libraryIDs(t, g.prompt); !slices.Equal(got, want) {
+			t.Errorf("%.30q: tokenize %v, library %v", content, got, want)
+		}
+	}
+}
+
+// FuzzTokenizeMatchesLibrary checks the server's token IDs against the
+// library's on any valid UTF-8 text.
+func FuzzTokenizeMatchesLibrary(f *testing.F) {
+	s, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{"", "hello world", "it's 12345678 o'clock", "Ünïcödé ١٢٣٤ 漢字かな", "  \n\n\t x", "'S'T'RE", "user: hi\nassistant:"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) || len(text) > 4096 {
+			return // the server only tokenizes JSON strings, which are valid UTF-8
+		}
+		if got, want := s.tokenize(text), libraryIDs(t, text); !slices.Equal(got, want) {
+			t.Fatalf("%q: tokenize %v, library %v", text, got, want)
+		}
+	})
+}
+
+// decodeRef is decodeStrict through the Decoder alone, the reference of
+// its fast path.
+func decodeRef(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}
+	}
+	if dec.More() {
+		return &requestError{msg: "could not parse the JSON body: trailing data after the object"}
+	}
+	return nil
+}
+
+// checkDecode fails t unless decodeStrict and decodeRef agree on body, in
+// their error and in what they decoded.
+func checkDecode(t *testing.T, body []byte) {
+	t.Helper()
+	var got, want chatRequest
+	gerr, werr := decodeStrict(body, &got), decodeRef(body, &want)
+	if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+		t.Fatalf("%q: error %v, the Decoder's %v", body, gerr, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q: decoded %+v, the Decoder %+v", body, got, want)
+	}
+}
+
+func TestDecodeStrictMatchesDecoder(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`,
+		` {"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]} ` + "\n",
+		``, ` `, `{`, `{"messages":[}`, `{} {}`, `{}x`, `{} ]`, `[]`, `null`, `"s"`,
+		`{"max_tokens":"3"}`, `{"messages":"x","max_tokens":1.5}`, `{"messages":[{"role":1}]} trailing`,
+		`{"messages":[{"role":"user","content":5}]}`, "{\"a\":\"\xff\"}", `{"n":1e400}`,
+	} {
+		checkDecode(t, []byte(body))
+	}
+}
+
+func FuzzDecodeStrict(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"max_tokens":3} {}`))
+	f.Add([]byte(`{"max_tokens":"x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkDecode(t, body)
+	})
+}
+
+// TestReadBody checks readBody against io.ReadAll whether the announced
+// size is right, short, long or unknown, and under the server's limit.
+func TestReadBody(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("0123456789", 700)
+	for _, tc := range []struct {
+		size, limit int64
+		wantErr     bool
+	}{
+		{int64(len(body)), 1 << 20, false},
+		{-1, 1 << 20, false},
+		{10, 1 << 20, false},
+		{int64(len(body)) + 100, 1 << 20, false},
+		{0, 1 << 20, false},
+		{int64(len(body)), 100, true},
+		{-1, 100, true},
+		{50, 100, true},
+	} {
+		rec := httptest.NewRecorder()
+		// A reader returning a few bytes at a time, as a connection does.
+		r := http.MaxBytesReader(rec, io.NopCloser(iotest.HalfReader(strings.NewReader(body))), tc.limit)
+		got, err := readBody(r, tc.size, tc.limit)
+		var mbe *http.MaxBytesError
+		if tc.wantErr {
+			if !errors.As(err, &mbe) {
+				t.Errorf("size %d limit %d: error %v, want a MaxBytesError", tc.size, tc.limit, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != body {
+			t.Errorf("size %d: read %d bytes (%v), want %d", tc.size, len(got), err, len(body))
+		}
+	}
 }

@@ -378,6 +378,9 @@ type Exchange struct {
 	// sent (what the provider counts in usage.prompt_tokens).
 	tokenizer bool
 	prompt    []string
+	// count is the exact count of prompt started as the request left
+	// (countAhead), nil until then.
+	count *promptCount
 	// usageFlagged: a prompt count reported before the end of a stream
 	// was already found too low (reported once); usagePassed is the last
 	// count found plausible, not counted again at the end.

@@ -128,3 +128,30 @@ func TestTokenizerCatchesTruncation(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCountedAhead: with the destination's tokenizer declared, the
+// prompt's exact count starts in the background when the request leaves
+// and gives the inline count; without it, nothing is counted.
+func TestPromptCountedAhead(t *testing.T) {
+	ctx := context.Background()
+	ts := pagedcache.NewTestServer(t, pagedcache.WithCapacity(4096, 16), pagedcache.WithContextLen(16384))
+	for _, tc := range []struct {
+		tokenizer, text string
+		started         bool
+	}{
+		{"cl100k_base", strings.Repeat("The quarterly audit of the northern depot found minor issues. ", 40), true},
+		{"cl100k_base", "Ünïcödé façade — naïve café; 日本語", true},
+		{"", "The quarterly audit of the northern depot found minor issues.", false},
+	} {
+		g := truncGuard(t, ts.URL, tc.tokenizer)
+		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"system","content":"You answer in French."},{"role":"user","content":%q}]}`, tc.text)
+		x, err := g.Check(ctx, sdk.Request{URL: ts.URL + "/v1/chat/completions", Body: []byte(body), ContentType: "application/json"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ahead, inline, started, err := sdk.PromptCounts(x)
+		if err != nil || started != tc.started || ahead != inline || tc.started && inline < len(tc.text)/8 {
+			t.Errorf("tokenizer %q: ahead %d, inline %d, started %v (want %v), err %v", tc.tokenizer, ahead, inline, started, tc.started, err)
+		}
+	}
+}

@@ -206,6 +206,7 @@ func (t *Transport) roundTrip(req *http.Request) (*Exchange, *http.Response, err
 	// guard reads plain bodies.
 	out.Header.Del("Accept-Encoding")
 
+	x.countAhead()
 	resp, err := t.base().RoundTrip(out)
 	if err != nil {
 		x.Fail(0)

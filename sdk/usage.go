@@ -21,14 +21,68 @@ import (
 // lower bound), which catches a dropped prompt but not a truncated one.
 const TightUsageRatio = 0.97
 
+// usageChecked reports whether the provider's prompt count is checked
+// against the exact local count (tightUsage).
+func (x *Exchange) usageChecked() bool {
+	return x.tokenizer && len(x.prompt) > 0 &&
+		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) != policies.SignalOff
+}
+
+// promptCount is the exact token count of an exchange's prompt, counted
+// once; done is closed when n and err are set.
+type promptCount struct {
+	done chan struct{}
+	n    int
+	err  error
+}
+
+// countAhead starts the exact count of the prompt in the background when
+// the usage check may need it: called as the request leaves, it counts
+// while the provider works, off the time the client waits for the answer.
+// The prompt must not change after.
+func (x *Exchange) countAhead() {
+	if x.count != nil || !x.usageChecked() {
+		return
+	}
+	c := &promptCount{done: make(chan struct{})}
+	x.count = c
+	eval, dest, prompt := x.g.eval, x.dest, x.prompt
+	go func() {
+		defer close(c.done)
+		c.n, c.err = safeCall(func() (int, error) { return exactCount(eval, dest, prompt) })
+	}()
+}
+
+// exactPrompt returns the exact token count of the prompt: the one
+// counted ahead, once done, or counted now.
+func (x *Exchange) exactPrompt() (int, error) {
+	if x.count == nil {
+		return exactCount(x.g.eval, x.dest, x.prompt)
+	}
+	<-x.count.done
+	return x.count.n, x.count.err
+}
+
+// exactCount is the exact token count of texts in d's tokenizer.
+func exactCount(eval *policies.Evaluator, d *policies.Destination, texts []string) (int, error) {
+	n := 0
+	for _, t := range texts {
+		k, err := eval.Exact(d, t)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
 // tightUsage checks the provider's prompt token count against the exact
 // local count of the prompt as sent, when the destination declared its
 // tokenizer. prior are the signals already found (a usage mismatch the
 // verifier reported is not reported twice).
 func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inbound.Signal, error) {
-	if !x.tokenizer || len(x.prompt) == 0 || !end.HasUsage || x.usageFlagged ||
-		x.usagePassed > 0 && end.PromptTokens == x.usagePassed ||
-		x.g.policy.Inbound.Action(policies.SignalUsageMismatch) == policies.SignalOff {
+	if !x.usageChecked() || !end.HasUsage || x.usageFlagged ||
+		x.usagePassed > 0 && end.PromptTokens == x.usagePassed {
 		return nil, nil
 	}
 	for _, s := range prior {
@@ -53,14 +107,11 @@ func (x *Exchange) tightUsage(end inbound.End, prior []inbound.Signal) ([]inboun
 	}
 	n, exact := lower, false
 	if reported+slack >= TightUsageRatio*float64(lower) {
-		n, exact = 0, true
-		for _, t := range x.prompt {
-			k, err := x.g.eval.Exact(x.dest, t)
-			if err != nil {
-				return nil, err
-			}
-			n += k
+		var err error
+		if n, err = x.exactPrompt(); err != nil {
+			return nil, err
 		}
+		exact = true
 		if reported+slack >= TightUsageRatio*float64(n) {
 			x.usagePassed = end.PromptTokens
 			return nil, nil

@@ -186,11 +186,12 @@ func splitASCII(s string, o200k bool, yield func(piece string)) {
 // in it is one token, and the ranks drive the byte-pair merge of the
 // others. Tokens of one or two bytes are found in an array, those of up to
 // seven bytes by a word of their bytes (one probe, no string to compare),
-// the others by string.
+// those of eight to fifteen bytes by two words, the others by string.
 type vocab struct {
 	pairs [1 << 16]uint32 // rank+1 of the two-byte tokens, 0 for none
 	bytes [256]uint32     // rank+1 of the one-byte tokens
 	short shortTable      // tokens of three to seven bytes
+	mid   midTable        // tokens of eight to fifteen bytes
 	long  map[string]uint32
 }
 
@@ -238,6 +239,67 @@ func (t *shortTable) put(key uint64, rank uint32) {
 	}
 }
 
+// midTable is shortTable for tokens of 8 to 15 bytes, keyed by two words
+// (midKey): hi is never 0, which marks an empty slot.
+type midTable struct {
+	slots []midSlot
+	shift uint
+}
+
+type midSlot struct {
+	lo, hi uint64
+	rank   uint32
+}
+
+func newMidTable(n int) midTable {
+	bits := uint(1)
+	for 1<<bits < n*4/3+1 {
+		bits++
+	}
+	return midTable{slots: make([]midSlot, 1<<bits), shift: 64 - bits}
+}
+
+func (t *midTable) hash(lo, hi uint64) uint64 {
+	return ((lo ^ hi*0xff51afd7ed558ccd) * 0x9e3779b97f4a7c15) >> t.shift
+}
+
+func (t *midTable) get(lo, hi uint64) (uint32, bool) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.hash(lo, hi); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch {
+		case s.hi == hi && s.lo == lo:
+			return s.rank, true
+		case s.hi == 0:
+			return 0, false
+		}
+	}
+}
+
+// put adds a key; the table must keep an empty slot.
+func (t *midTable) put(lo, hi uint64, rank uint32) {
+	mask := uint64(len(t.slots) - 1)
+	for i := t.hash(lo, hi); ; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.hi == 0 || s.hi == hi && s.lo == lo {
+			*s = midSlot{lo, hi, rank}
+			return
+		}
+	}
+}
+
+// midKey packs a string of 8 to 15 bytes: its first eight bytes in lo,
+// the others and its length in hi.
+func midKey(s string) (lo, hi uint64) {
+	_ = s[7]
+	lo = uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	hi = uint64(len(s)) << 56
+	for i := 8; i < len(s); i++ {
+		hi |= uint64(s[i]) << (8 * (i - 8))
+	}
+	return lo, hi
+}
+
 // shortKey packs a string of at most 7 bytes and its length in a word.
 func shortKey(s string) uint64 {
 	k := uint64(len(s)) << 56
@@ -258,6 +320,8 @@ func (v *vocab) rank(t string) (uint32, bool) {
 		return r - 1, r != 0
 	case len(t) <= 7:
 		return v.short.get(shortKey(t))
+	case len(t) <= 15:
+		return v.mid.get(midKey(t))
 	default:
 		r, ok := v.long[t]
 		return r, ok
@@ -272,6 +336,9 @@ func (v *vocab) add(t string, rank uint32) {
 		v.pairs[uint16(t[0])<<8|uint16(t[1])] = rank + 1
 	case len(t) <= 7:
 		v.short.put(shortKey(t), rank)
+	case len(t) <= 15:
+		lo, hi := midKey(t)
+		v.mid.put(lo, hi, rank)
 	default:
 		v.long[t] = rank
 	}
@@ -304,13 +371,16 @@ func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 		}
 		tokens = append(tokens, t)
 	}
-	short := 0
+	short, mid := 0, 0
 	for _, t := range tokens {
-		if len(t) >= 3 && len(t) <= 7 {
+		switch {
+		case len(t) >= 3 && len(t) <= 7:
 			short++
+		case len(t) >= 8 && len(t) <= 15:
+			mid++
 		}
 	}
-	v := &vocab{short: newShortTable(short), long: map[string]uint32{}}
+	v := &vocab{short: newShortTable(short), mid: newMidTable(mid), long: map[string]uint32{}}
 	for rank, t := range tokens {
 		if t != "" {
 			v.add(t, uint32(rank))
@@ -323,20 +393,21 @@ func loadVocab(enc tokenizer.Encoding) (*vocab, error) {
 // letters or punctuation of 64 bytes and more) go through the library.
 const maxMerge = 64
 
-// merges returns the number of tokens the byte-pair merge makes of piece,
-// as the library's merge does: repeatedly merge the leftmost adjacent pair
-// of lowest rank whose concatenation is a token. ok is false for a piece of
-// maxMerge bytes or more.
-func (v *vocab) merges(piece string) (n int, ok bool) {
+// mergeParts runs the byte-pair merge of piece as the library's merge
+// does: repeatedly merge the leftmost adjacent pair of lowest rank whose
+// concatenation is a token. It leaves the offsets of the tokens' starts in
+// off, the length of piece after them, and returns how many offsets it
+// wrote (the token count plus one); ok is false for a piece of maxMerge
+// bytes or more.
+func (v *vocab) mergeParts(piece string, off *[maxMerge + 1]int) (parts int, ok bool) {
 	if len(piece) >= maxMerge {
 		return 0, false
 	}
 	const none = ^uint32(0)
-	var offBuf [maxMerge + 1]int
 	var rankBuf [maxMerge + 1]uint32
-	parts := len(piece) + 1
-	off, rank := offBuf[:parts], rankBuf[:parts]
-	for i := range off {
+	parts = len(piece) + 1
+	rank := rankBuf[:parts]
+	for i := range parts {
 		off[i], rank[i] = i, none
 	}
 	// rankOf is the rank of the token joining parts i and i+1+skip.
@@ -369,7 +440,15 @@ func (v *vocab) merges(piece string) (n int, ok bool) {
 		copy(rank[minIndex+1:parts-1], rank[minIndex+2:parts])
 		parts--
 	}
-	return parts - 1, true
+	return parts, true
+}
+
+// merges returns the number of tokens the byte-pair merge makes of piece;
+// ok is false for a piece of maxMerge bytes or more.
+func (v *vocab) merges(piece string) (n int, ok bool) {
+	var off [maxMerge + 1]int
+	parts, ok := v.mergeParts(piece, &off)
+	return parts - 1, ok
 }
 
 // exactFast counts s as codec does, through splitASCII and v; ok is false
@@ -396,4 +475,40 @@ func exactFast(codec tokenizer.Codec, v *vocab, o200k bool, s string) (n int, ok
 		n, err = n+k, e
 	})
 	return n, true, err
+}
+
+// encodeFast appends the token IDs of s to dst as codec encodes it,
+// through splitASCII and v; ok is false (and dst unchanged) when s is not
+// on the fast path.
+func encodeFast(dst []uint32, codec tokenizer.Codec, v *vocab, o200k bool, s string) (_ []uint32, ok bool, err error) {
+	if !fastText(s) {
+		return dst, false, nil
+	}
+	var off [maxMerge + 1]int
+	splitASCII(s, o200k, func(piece string) {
+		if err != nil {
+			return
+		}
+		if r, in := v.rank(piece); in {
+			dst = append(dst, r)
+			return
+		}
+		if parts, ok := v.mergeParts(piece, &off); ok {
+			for i := range parts - 1 {
+				// Every part of the merge is a token (single bytes
+				// included); the library gives rank 0 to any other.
+				r, _ := v.rank(piece[off[i]:off[i+1]])
+				dst = append(dst, r)
+			}
+			return
+		}
+		// A long piece: the library merges it alone, which its regex cuts
+		// into that one piece.
+		var ids []uint
+		ids, _, err = codec.Encode(piece)
+		for _, id := range ids {
+			dst = append(dst, uint32(id))
+		}
+	})
+	return dst, true, err
 }

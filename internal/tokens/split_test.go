@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +58,32 @@ func libraryCount(t testing.TB, enc tokenizer.Encoding, s string) int {
 	return n
 }
 
+// checkEncode fails t unless c.Encode gives the library's IDs for s, after
+// a prefix it must keep.
+func checkEncode(t testing.TB, c *Counter, s string) {
+	t.Helper()
+	codec, err := tokenizer.Get(tokenizer.Encoding(c.Encoding))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, _, err := codec.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []uint32{7, 11}
+	got, err := c.Encode(slices.Clone(prefix), s)
+	if err != nil {
+		t.Fatalf("%s %q: Encode: %v", c.Encoding, s, err)
+	}
+	want := slices.Clone(prefix)
+	for _, id := range ids {
+		want = append(want, uint32(id))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s %q: Encode %v, library %v", c.Encoding, s, got[len(prefix):], want[len(prefix):])
+	}
+}
+
 // libraryPieces are the pieces the library's encoding of s produces,
 // joined per piece of the split: its tokens, grouped by splitASCII's
 // pieces, must rebuild each piece exactly.
@@ -77,6 +104,7 @@ func TestSplitASCIIMatchesLibrary(t *testing.T) {
 			if err != nil || got != want {
 				t.Errorf("%s %q: Exact %d (%v), library %d", enc, s, got, err, want)
 			}
+			checkEncode(t, c, s)
 			// The library's tokens never straddle a piece.
 			_, toks, _ := codec.Encode(s)
 			var pieces []string
@@ -114,6 +142,7 @@ func TestExactSlowPath(t *testing.T) {
 			if want := libraryCount(t, enc, s); err != nil || got != want {
 				t.Errorf("%s %q: Exact %d (%v), library %d", enc, s, got, err, want)
 			}
+			checkEncode(t, c, s)
 		}
 	}
 }
@@ -144,6 +173,45 @@ func FuzzExactMatchesLibrary(f *testing.F) {
 	})
 }
 
+// FuzzEncodeMatchesLibrary checks the fast IDs against the library's on
+// any text, in both encodings.
+func FuzzEncodeMatchesLibrary(f *testing.F) {
+	for _, s := range splitSamples {
+		f.Add(s)
+	}
+	for _, s := range samples {
+		f.Add(s)
+	}
+	cl, o2 := &Counter{Encoding: "cl100k_base"}, &Counter{Encoding: "o200k_base"}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > 4096 {
+			return
+		}
+		checkEncode(t, cl, s)
+		checkEncode(t, o2, s)
+	})
+}
+
+// TestEncodeProse compares the IDs of long prose, code and JSON on the fast
+// path with the library's.
+func TestEncodeProse(t *testing.T) {
+	t.Parallel()
+	texts := []string{
+		strings.Repeat("Quarterly review notes: the team shipped the billing migration, reduced p99 latency by a third. ", 60),
+		strings.Repeat("func (s *Server) tokenize(text string) []uint32 {\n\tids, _, err := s.codec.Encode(text)\n}\n", 40),
+		strings.Repeat(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"max_tokens":16} `, 40),
+	}
+	for _, enc := range []string{"cl100k_base", "o200k_base"} {
+		c := &Counter{Encoding: enc}
+		for _, s := range texts {
+			if !fastText(s) {
+				t.Fatalf("%q is not on the fast path", s[:20])
+			}
+			checkEncode(t, c, s)
+		}
+	}
+}
+
 // TestExactRandomASCII compares the fast count with the library's on
 // random texts over an alphabet dense in the split's edges.
 func TestExactRandomASCII(t *testing.T) {
@@ -162,6 +230,7 @@ func TestExactRandomASCII(t *testing.T) {
 			if want := libraryCount(t, tokenizer.Encoding(c.Encoding), s); err != nil || got != want {
 				t.Fatalf("%s %q: Exact %d (%v), library %d", c.Encoding, s, got, err, want)
 			}
+			checkEncode(t, c, s)
 		}
 	}
 }
@@ -176,6 +245,20 @@ func BenchmarkExact4KBProse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Exact(s)
+	}
+}
+
+// BenchmarkEncode4KBProse is the token IDs of the same 4 KB in
+// cl100k_base (the fast path).
+func BenchmarkEncode4KBProse(b *testing.B) {
+	s := strings.Repeat("Quarterly review notes: the team shipped the billing migration, reduced p99 latency by a third, and agreed next steps with the vendor. Remaining risks are the data retention schedule and the on-call rotation for the holidays. ", 20)[:4096]
+	c := &Counter{Encoding: "cl100k_base"}
+	c.Exact("warm up")
+	b.SetBytes(int64(len(s)))
+	b.ReportAllocs()
+	var ids []uint32
+	for b.Loop() {
+		ids, _ = c.Encode(ids[:0], s)
 	}
 }
 

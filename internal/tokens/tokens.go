@@ -14,7 +14,8 @@
 // providers it is the reference count, not the provider's own. It is the
 // library's count; for cl100k_base and o200k_base text of printable ASCII,
 // tabs and line breaks it is computed without the library's split regex
-// (split.go), about ten times faster.
+// (split.go), about ten times faster. [Counter.Encode] gives the token IDs
+// themselves, the library's, by the same path.
 package tokens
 
 import (
@@ -196,6 +197,27 @@ func (c *Counter) Exact(s string) (int, error) {
 		}
 	}
 	return codec.Count(s)
+}
+
+// Encode appends the token IDs of s to dst and returns the extended slice:
+// the IDs of the library's Encode (github.com/tiktoken-go/tokenizer),
+// computed without its split regex for cl100k_base and o200k_base text of
+// printable ASCII, tabs and line breaks.
+func (c *Counter) Encode(dst []uint32, s string) ([]uint32, error) {
+	codec, err := c.load()
+	if err != nil {
+		return dst, err
+	}
+	if c.vocab != nil {
+		if out, ok, err := encodeFast(dst, codec, c.vocab, c.o200k, s); ok {
+			return out, err
+		}
+	}
+	ids, _, err := codec.Encode(s)
+	for _, id := range ids {
+		dst = append(dst, uint32(id))
+	}
+	return dst, err
 }
 
 // Check counts the tokens of a request made of texts against limit (0 or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -352,7 +353,10 @@ func keyName(k string) string {
 // there).
 func unescape(raw []byte) (s string, ok bool) {
 	ok = true
-	b := make([]byte, 0, len(raw))
+	// The decoded string is never longer than raw (an escape decodes to
+	// fewer bytes than it takes): one buffer, handed over as the string.
+	var b strings.Builder
+	b.Grow(len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
@@ -360,42 +364,42 @@ func unescape(raw []byte) (s string, ok bool) {
 			if j < 0 {
 				j = len(raw) - i
 			}
-			b = append(b, raw[i:i+j]...)
+			b.Write(raw[i : i+j])
 			i += j
 			continue
 		}
 		switch raw[i+1] {
 		case 'b':
-			b = append(b, '\b')
+			b.WriteByte('\b')
 		case 'f':
-			b = append(b, '\f')
+			b.WriteByte('\f')
 		case 'n':
-			b = append(b, '\n')
+			b.WriteByte('\n')
 		case 'r':
-			b = append(b, '\r')
+			b.WriteByte('\r')
 		case 't':
-			b = append(b, '\t')
+			b.WriteByte('\t')
 		case 'u':
 			r := hex4(raw[i+2:])
 			i += 6
 			if utf16.IsSurrogate(r) {
 				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
 					if r2 := utf16.DecodeRune(r, hex4(raw[i+2:])); r2 != utf8.RuneError {
-						b = utf8.AppendRune(b, r2)
+						b.WriteRune(r2)
 						i += 6
 						continue
 					}
 				}
 				r, ok = utf8.RuneError, false
 			}
-			b = utf8.AppendRune(b, r)
+			b.WriteRune(r)
 			continue
 		default: // '"', '\\', '/'
-			b = append(b, raw[i+1])
+			b.WriteByte(raw[i+1])
 		}
 		i += 2
 	}
-	return string(b), ok
+	return b.String(), ok
 }
 
 func hex4(b []byte) rune {

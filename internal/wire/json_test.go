@@ -157,6 +157,21 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) { checkDecode(t, body) })
 }
 
+// TestUnescapeAllocatesOnce: a string with escapes is decoded into one
+// buffer that becomes the string, whatever its escapes.
+func TestUnescapeAllocatesOnce(t *testing.T) {
+	for _, raw := range []string{
+		strings.Repeat(`line\n\tindented \"quoted\" `, 100),
+		strings.Repeat(`caf\u00e9 \ud83d\ude00 \ud800 `, 50),
+		`\/`,
+	} {
+		b := []byte(raw)
+		if n := testing.AllocsPerRun(20, func() { unescape(b) }); n != 1 {
+			t.Errorf("%.20q: %v allocations, want 1", raw, n)
+		}
+	}
+}
+
 func TestAppendString(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "plain", "q\"b\\s", "\n\r\t\x00\x1f", "<&>", "é😀", "\u2028\u2029", "bad\xffutf8", strings.Repeat("x", 100)} {
