@@ -577,16 +577,20 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			settled = min(settled, canaryTail(region))
 		}
 	}
+	// What starts before the decided point was decided by an earlier
+	// scan: the region before it is read for context only, and the
+	// scanner neither hashes nor returns its findings.
+	from := s.decided - lo
 	var fs []classifiers.Finding
 	if v.on(policies.SignalForeignEntity) {
 		var err error
 		if final {
-			fs, err = v.scanner.Scan(ctx, region)
+			fs, err = v.scanner.ScanFrom(ctx, region, from)
 		} else {
 			// Findings that reach into a canary the text may end inside
 			// of are not decided either (they may overlap it).
 			var at int
-			fs, at, err = v.scanner.ScanPartial(ctx, region, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
+			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
 			settled = min(settled, at)
 		}
 		if err != nil {
@@ -601,9 +605,17 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		start += lo
 		return start >= s.decided && start < decide // not decided before, final now
 	}
+	// The canaries that matter start after the decided point (a signal) or
+	// overlap a finding that does (which they cancel): none starts more
+	// than CanaryLen bytes before it. Canaries never overlap each other, so
+	// the search finds the same ones from there as from the region's start.
 	var canaries []canaryHit
 	if v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
-		findCanaries(region, func(h canaryHit) { canaries = append(canaries, h) })
+		at := max(0, from-CanaryLen)
+		findCanaries(region[at:], func(h canaryHit) {
+			h.start, h.end = h.start+at, h.end+at
+			canaries = append(canaries, h)
+		})
 	}
 	if v.on(policies.SignalCanary) {
 		for _, h := range canaries {
@@ -618,7 +630,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		}
 	}
 	if v.on(policies.SignalTemplateFragment) {
-		v.templates.find(region, func(h templateHit) {
+		// Tokens that matter start after the decided point; no token
+		// starts inside another (TestTemplateTokensDoNotNest), so they are
+		// found from there as from the region's start.
+		v.templates.find(region[from:], func(h templateHit) {
+			h.start, h.end = h.start+from, h.end+from
 			if !accept(h.start, h.end) || s.templates[h.token] {
 				return
 			}
