@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/aishield/aishield/sdk/fingerprint"
 )
 
 // TestTemplateTokensDoNotNest: no template token can start inside an
@@ -110,6 +114,45 @@ func TestSearchFrom(t *testing.T) {
 		}
 		if fmt.Sprint(gotC) != fmt.Sprint(wantC) {
 			t.Fatalf("canaries from %d:\n got  %v\n want %v", at, gotC, wantC)
+		}
+	}
+}
+
+// slackRef is slack decoding every rune and asking the unicode tables.
+func slackRef(buf []byte, at, w int, strip bool) int {
+	space := func(r rune) bool {
+		return unicode.IsSpace(r) || strip && r < utf8.RuneSelf && (unicode.IsPunct(r) || unicode.IsSymbol(r))
+	}
+	i := at
+	for k := 0; k < w-1 && i > 0; k++ {
+		r, size := utf8.DecodeLastRune(buf[:i])
+		i -= size
+		if space(r) {
+			for i > 0 {
+				r, size := utf8.DecodeLastRune(buf[:i])
+				if !space(r) {
+					break
+				}
+				i -= size
+			}
+		}
+	}
+	return i
+}
+
+// TestSlack: slack's ASCII table gives what the unicode tables give, at
+// every offset of a text of white space, punctuation, symbols, accents,
+// non-ASCII spaces and invalid bytes, with and without StripPunctuation.
+func TestSlack(t *testing.T) {
+	text := []byte("Hello,  world!\t\n\u00a0\u2003naïve — «quoted» $5 + 3 = 8; x_y ~ `z` \xff\xc3 end.\u0085" +
+		strings.Repeat("a-b c.d  ", 5))
+	for _, strip := range []bool{false, true} {
+		v := newTestVerifier(t, Options{Fingerprint: fingerprint.Options{StripPunctuation: strip}})
+		s := &session{v: v, buf: text}
+		for at := 0; at <= len(text); at++ {
+			if got, want := s.slack(at), slackRef(text, at, fingerprint.DefaultWindow, strip); got != want {
+				t.Fatalf("strip %v, at %d: slack %d, want %d", strip, at, got, want)
+			}
 		}
 	}
 }

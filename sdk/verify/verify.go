@@ -90,6 +90,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/tokens"
@@ -239,7 +240,8 @@ type Verifier struct {
 	tagMAC         sync.Pool // *keyedMAC: HMAC-SHA256 under canaryKey, for canaries and principal tags
 	allow          allowList
 	holdBack       int
-	now            func() time.Time // the clock of abort marks (tests set it)
+	slackSpace     [utf8.RuneSelf]bool // the ASCII bytes that slack passes over (see slackSpaces)
+	now            func() time.Time    // the clock of abort marks (tests set it)
 
 	// ownStore: the store was made by New, so this Verifier records all
 	// it holds; instrHeld: it has recorded what only a request's
@@ -349,6 +351,7 @@ func New(opts Options) (*Verifier, error) {
 		}
 	}
 	v.common = commonSet()
+	v.slackSpace = slackSpaces(v.opts.Fingerprint.StripPunctuation)
 	v.allow = newAllowList(opts.Inbound.AllowList)
 	// The bound of a session's hold-back (and the look-back of its
 	// scans), not the hold-back itself: see hold.go.
