@@ -76,9 +76,10 @@ type scratch struct {
 	hashes  []uint64
 	refs    fingerprint.Refs
 	words   []span
-	// The response's final words, read up to tokEnd (see tokenise).
-	toks   []wordTok
-	tokEnd int
+	// The response's final words, read from tokStart up to tokEnd (see
+	// tokenise).
+	toks             []wordTok
+	tokStart, tokEnd int
 	// Entity keys of foreign values and their holders.
 	ekeys      []uint64
 	erefs      fingerprint.Refs
@@ -119,7 +120,7 @@ func (v *Verifier) getScratch() *scratch {
 		sc.win.Reset()
 		sc.hasWords, sc.hasSketch, sc.hasDigests, sc.recorded, sc.hasReqNorm = false, false, false, false, false
 		sc.respFP, sc.fps, sc.holders, sc.runs = sc.respFP[:0], sc.fps[:0], sc.holders[:0], sc.runs[:0]
-		sc.toks, sc.tokEnd = sc.toks[:0], 0
+		sc.toks, sc.tokStart, sc.tokEnd = sc.toks[:0], 0, 0
 		clear(sc.own)
 		clear(sc.hidx)
 		return sc
@@ -1253,7 +1254,7 @@ func (s *session) name(src fingerprint.Ref) (string, bool) {
 // informative reports whether the words overlapping s.buf[start:end] hold
 // an informative one (see Verifier.informativeWords) and leaves their spans
 // in s.words. The response's words are read once, as the fingerprints
-// that overlap them (three or four a word) ask: see tokenise.
+// that overlap them (three or four a word, in order) ask: see tokenise.
 func (s *session) informative(start, end int) bool {
 	text := s.buf
 	for start > 0 && isWordByte(text[start-1]) {
@@ -1261,6 +1262,17 @@ func (s *session) informative(start, end int) bool {
 	}
 	for end < len(text) && isWordByte(text[end]) {
 		end++
+	}
+	switch {
+	case start < s.tokStart:
+		// Before the words kept (fingerprints come in order: not
+		// expected), read as they are.
+		s.words = s.v.informativeWords(text, start, end, s.requestWords(), s.words[:0])
+		return len(s.words) > 0
+	case start > s.tokEnd:
+		// Words no fingerprint asked for are not read: the words kept
+		// start again here.
+		s.toks, s.tokStart, s.tokEnd = s.toks[:0], start, start
 	}
 	s.tokenise(end)
 	s.words = s.words[:0]
@@ -1303,7 +1315,8 @@ func (s *session) informative(start, end int) bool {
 // once a byte that is not part of it follows it. Words are split at bytes
 // that are neither letters, digits nor apostrophes, and at apostrophes,
 // so the words found from a position no word goes on from (s.tokEnd, or
-// the start of a run of word bytes) are those found from the start.
+// the start of a run of word bytes: s.tokStart) are those found from the
+// start of the text. s.toks holds the words of s.buf[s.tokStart:s.tokEnd].
 func (s *session) tokenise(end int) {
 	text := s.buf
 	own := s.requestWords()

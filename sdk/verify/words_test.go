@@ -11,7 +11,7 @@ import (
 )
 
 // TestInformativeStreamed: the informative words a session finds around
-// any span of its response, streamed in pieces of any size (words, runes
+// any span of its response (in order of position, with gaps, or not), streamed in pieces of any size (words, runes
 // and apostrophes cut between pieces), are those Verifier.informativeWords
 // finds in the text received so far.
 func TestInformativeStreamed(t *testing.T) {
@@ -35,8 +35,14 @@ func TestInformativeStreamed(t *testing.T) {
 				// Pieces go into the buffer directly: what is checked is
 				// the word cache, not the rest of the session.
 				s.buf = append(s.buf, text[p:min(p+step, len(text))]...)
-				for k := 0; k < 4; k++ {
+				// Spans in order of position as fingerprints ask (with
+				// gaps), and anywhere.
+				at := max(0, len(s.buf)-step-r.IntN(80))
+				for k := 0; k < 6; k++ {
 					start := r.IntN(len(s.buf))
+					if k < 3 {
+						start, at = min(at, len(s.buf)-1), at+r.IntN(30)
+					}
 					end := min(len(s.buf), start+1+r.IntN(40))
 					s.informative(start, end)
 					got := fmt.Sprint(s.words)
