@@ -2,6 +2,7 @@ package classifiers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -34,25 +35,25 @@ func TestScanFrom(t *testing.T) {
 				}
 				b := []byte(text[:cut])
 				whole, err := s.Scan(ctx, b)
-				if err != nil {
-					t.Fatal(err)
+				if skip(t, err) {
+					continue
 				}
 				for _, at := range []int{-1, 0, 1, cut / 5, cut / 2, cut - 40, cut, cut + 1} {
 					fs, err := s.ScanFrom(ctx, b, at)
-					if err != nil {
-						t.Fatal(err)
+					if skip(t, err) {
+						continue
 					}
 					if want, got := positioned(whole, max(at, 0)), positioned(fs, 0); want != got {
 						t.Errorf("%s/%s[:%d] ScanFrom %d:\n want %s\n got  %s", sname, tname, cut, at, want, got)
 					}
 					for _, o := range opts {
 						pfs, psettled, err := s.ScanPartial(ctx, b, o)
-						if err != nil {
-							t.Fatal(err)
+						if skip(t, err) {
+							continue
 						}
 						got, settled, err := s.ScanPartialFrom(ctx, b, at, o)
-						if err != nil {
-							t.Fatal(err)
+						if skip(t, err) {
+							continue
 						}
 						if settled != psettled {
 							t.Errorf("%s/%s[:%d] ScanPartialFrom %d %+v: settled %d, ScanPartial's %d", sname, tname, cut, at, o, settled, psettled)
@@ -65,6 +66,21 @@ func TestScanFrom(t *testing.T) {
 			}
 		}
 	}
+}
+
+// skip reports whether a scan that returned err is not to be compared: a
+// custom pattern timed out (a loaded machine, the race detector), which
+// leaves its findings incomplete. Other errors fail the test.
+func skip(t *testing.T, err error) bool {
+	t.Helper()
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
 }
 
 // positioned renders the findings of fs that start at or after at, with
