@@ -52,7 +52,9 @@ func benchVerify4KB(b *testing.B, principals int, roles bool) {
 	ge := g.exchange(v, "bench")
 	ge.ex.Principal = principal(7)
 	withRoles(ge.ex)
-	// The guard passes its outbound findings; Begin does not rescan.
+	// The guard passes its outbound findings, hashed under the verifier's
+	// key (FindingsKey): Begin does not rescan.
+	ge.ex.FindingsKey = v.keyID
 	for _, t := range ge.ex.Texts {
 		fs, err := v.scanner.ScanString(ctx, t)
 		if err != nil {

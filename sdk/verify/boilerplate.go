@@ -190,13 +190,15 @@ func (v *Verifier) informativeWords(text []byte, start, end int, own *hashSet, d
 			break
 		}
 		i = we
-		if we-ws < minWordLen {
-			continue
+		if v.informativeWord(ws, we, h, name, own) {
+			dst = append(dst, span{ws, we})
 		}
-		if v.common.has(h) || name && own != nil && own.has(h) {
-			continue
-		}
-		dst = append(dst, span{ws, we})
 	}
 	return dst
+}
+
+// informativeWord reports whether the word text[ws:we] of hash h (see
+// nextWord) is informative (see informativeWords).
+func (v *Verifier) informativeWord(ws, we int, h uint64, name bool, own *hashSet) bool {
+	return we-ws >= minWordLen && !v.common.has(h) && !(name && own != nil && own.has(h))
 }

@@ -122,17 +122,28 @@ func (s *session) slack(at int) int {
 	if w <= 0 {
 		w = fingerprint.DefaultWindow
 	}
-	strip := s.v.opts.Fingerprint.StripPunctuation
+	sp := &s.v.slackSpace
+	// The rune before i and its size; an ASCII byte is one without
+	// decoding.
+	last := func(i int) (rune, int) {
+		if c := s.buf[i-1]; c < utf8.RuneSelf {
+			return rune(c), 1
+		}
+		return utf8.DecodeLastRune(s.buf[:i])
+	}
 	space := func(r rune) bool {
-		return unicode.IsSpace(r) || strip && r < utf8.RuneSelf && unicode.IsPunct(r) || strip && r < utf8.RuneSelf && unicode.IsSymbol(r)
+		if r < utf8.RuneSelf {
+			return sp[r]
+		}
+		return unicode.IsSpace(r)
 	}
 	i := at
 	for k := 0; k < w-1 && i > 0; k++ {
-		r, size := utf8.DecodeLastRune(s.buf[:i])
+		r, size := last(i)
 		i -= size
 		if space(r) {
 			for i > 0 {
-				r, size := utf8.DecodeLastRune(s.buf[:i])
+				r, size := last(i)
 				if !space(r) {
 					break
 				}
@@ -141,4 +152,15 @@ func (s *session) slack(at int) int {
 		}
 	}
 	return i
+}
+
+// slackSpaces returns, for each ASCII byte, whether slack counts it as
+// white space: white space, and with StripPunctuation punctuation and
+// symbols, as the fingerprints' normalisation does (non-ASCII runes are
+// white space when unicode.IsSpace says so).
+func slackSpaces(strip bool) (t [utf8.RuneSelf]bool) {
+	for r := range rune(utf8.RuneSelf) {
+		t[r] = unicode.IsSpace(r) || strip && (unicode.IsPunct(r) || unicode.IsSymbol(r))
+	}
+	return t
 }

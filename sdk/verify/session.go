@@ -76,11 +76,16 @@ type scratch struct {
 	hashes  []uint64
 	refs    fingerprint.Refs
 	words   []span
+	// The response's final words, read from tokStart up to tokEnd (see
+	// tokenise).
+	toks             []wordTok
+	tokStart, tokEnd int
 	// Entity keys of foreign values and their holders.
 	ekeys      []uint64
 	erefs      fingerprint.Refs
-	norm       []byte // a value normalised (requestHolds)
-	reqNorm    []byte // the request's texts, case and spaces folded (requestHolds), on first use
+	foreign    []inbound.Signal // candidate foreign-entity signals of one check
+	norm       []byte           // a value normalised (requestHolds)
+	reqNorm    []byte           // the request's texts, case and spaces folded (requestHolds), on first use
 	hasReqNorm bool
 
 	// Provenance (see provenance.go): the holders met, resolved on first
@@ -115,6 +120,7 @@ func (v *Verifier) getScratch() *scratch {
 		sc.win.Reset()
 		sc.hasWords, sc.hasSketch, sc.hasDigests, sc.recorded, sc.hasReqNorm = false, false, false, false, false
 		sc.respFP, sc.fps, sc.holders, sc.runs = sc.respFP[:0], sc.fps[:0], sc.holders[:0], sc.runs[:0]
+		sc.toks, sc.tokStart, sc.tokEnd = sc.toks[:0], 0, 0
 		clear(sc.own)
 		clear(sc.hidx)
 		return sc
@@ -127,7 +133,8 @@ func (v *Verifier) putScratch(sc *scratch) {
 		cap(sc.respFP) > maxPooledSlots || cap(sc.record) > maxPooledSlots || cap(sc.req) > 8*maxPooledSlots ||
 		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots ||
 		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots ||
-		cap(sc.kfps) > maxPooledSlots || cap(sc.reqNorm) > 8*maxPooledSlots || len(sc.own) > maxPooledSlots {
+		cap(sc.kfps) > maxPooledSlots || cap(sc.reqNorm) > 8*maxPooledSlots || len(sc.own) > maxPooledSlots ||
+		cap(sc.toks) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -577,16 +584,20 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			settled = min(settled, canaryTail(region))
 		}
 	}
+	// What starts before the decided point was decided by an earlier
+	// scan: the region before it is read for context only, and the
+	// scanner neither hashes nor returns its findings.
+	from := s.decided - lo
 	var fs []classifiers.Finding
 	if v.on(policies.SignalForeignEntity) {
 		var err error
 		if final {
-			fs, err = v.scanner.Scan(ctx, region)
+			fs, err = v.scanner.ScanFrom(ctx, region, from)
 		} else {
 			// Findings that reach into a canary the text may end inside
 			// of are not decided either (they may overlap it).
 			var at int
-			fs, at, err = v.scanner.ScanPartial(ctx, region, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
+			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
 			settled = min(settled, at)
 		}
 		if err != nil {
@@ -601,9 +612,17 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		start += lo
 		return start >= s.decided && start < decide // not decided before, final now
 	}
+	// The canaries that matter start after the decided point (a signal) or
+	// overlap a finding that does (which they cancel): none starts more
+	// than CanaryLen bytes before it. Canaries never overlap each other, so
+	// the search finds the same ones from there as from the region's start.
 	var canaries []canaryHit
 	if v.on(policies.SignalCanary) || v.on(policies.SignalForeignEntity) {
-		findCanaries(region, func(h canaryHit) { canaries = append(canaries, h) })
+		at := max(0, from-CanaryLen)
+		findCanaries(region[at:], func(h canaryHit) {
+			h.start, h.end = h.start+at, h.end+at
+			canaries = append(canaries, h)
+		})
 	}
 	if v.on(policies.SignalCanary) {
 		for _, h := range canaries {
@@ -618,7 +637,11 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		}
 	}
 	if v.on(policies.SignalTemplateFragment) {
-		v.templates.find(region, func(h templateHit) {
+		// Tokens that matter start after the decided point; no token
+		// starts inside another (TestTemplateTokensDoNotNest), so they are
+		// found from there as from the region's start.
+		v.templates.find(region[from:], func(h templateHit) {
+			h.start, h.end = h.start+from, h.end+from
 			if !accept(h.start, h.end) || s.templates[h.token] {
 				return
 			}
@@ -629,7 +652,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 		})
 	}
 	if v.on(policies.SignalForeignEntity) {
-		var foreign []inbound.Signal
+		foreign := s.foreign[:0]
 		keys := s.ekeys[:0]
 		for _, f := range fs {
 			if !accept(f.Start, f.End) || s.own[f.Hash] || overlapsCanary(canaries, f) {
@@ -650,16 +673,21 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				Start: lo + f.Start, End: lo + f.End, Preview: f.Preview, Confidence: f.Confidence})
 			keys = append(keys, entityKey(f.Hash))
 		}
-		s.ekeys = keys
+		s.ekeys, s.foreign = keys, foreign
 		if len(keys) > 0 {
 			// Name the exchanges whose requests carried the value, when the
 			// store remembers them (this exchange's own request left out).
 			if err := s.lookupInto(ctx, keys, &s.erefs); err != nil {
 				return sigs, fmt.Errorf("verify: entity lookup: %w", err)
 			}
+			// The signals' sources share one array (each signal's capped
+			// to its own), sized for every holder listed.
+			var sources []string
+			sigs = slices.Grow(sigs, len(foreign))
 			for i := range foreign {
 				others, mine := int(s.erefs.Others[i]), 0
 				listed := s.erefs.Of(i)
+				first := len(sources)
 				for _, ref := range listed {
 					name, ok := s.name(ref)
 					if !ok {
@@ -672,8 +700,14 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 					case s.ptag != "" && h.ptag == s.ptag:
 						mine++ // this principal's own request: not a source
 					default:
-						foreign[i].Sources = append(foreign[i].Sources, h.id)
+						if sources == nil {
+							sources = make([]string, 0, len(s.erefs.Holders))
+						}
+						sources = append(sources, h.id)
 					}
+				}
+				if len(sources) > first {
+					foreign[i].Sources = sources[first:len(sources):len(sources)]
 				}
 				// A value that only requests of this principal carried
 				// (all of its holders are known) is the principal's own
@@ -687,11 +721,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 				if v.sourced[foreign[i].Detector] && (len(foreign[i].Sources) == 0 || others > v.opts.MaxDocFreq) {
 					continue
 				}
-				if v.sourced[foreign[i].Detector] {
-					foreign[i].Message = foreign[i].Detector + " value that the request did not contain, from another exchange's request"
-				} else {
-					foreign[i].Message = foreign[i].Detector + " value that the request did not contain"
-				}
+				foreign[i].Message = v.entityMessage(foreign[i].Detector)
 				sigs = append(sigs, foreign[i])
 			}
 		}
@@ -699,6 +729,35 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 	s.decided = max(s.decided, decide)
 	s.vouch(final)
 	return sigs, nil
+}
+
+// entityMessage returns the message of a foreign-entity signal of
+// detector: the built-in detectors' are made once (see newEntityMessages).
+func (v *Verifier) entityMessage(detector string) string {
+	if m, ok := v.entityMessages[detector]; ok {
+		return m
+	}
+	return entityMessageOf(detector, v.sourced[detector])
+}
+
+func entityMessageOf(detector string, sourced bool) string {
+	if sourced {
+		return detector + " value that the request did not contain, from another exchange's request"
+	}
+	return detector + " value that the request did not contain"
+}
+
+// newEntityMessages returns the foreign-entity messages of the built-in
+// detectors and of the sourced ones, by detector.
+func newEntityMessages(sourced map[string]bool) map[string]string {
+	m := map[string]string{}
+	for _, d := range classifiers.Builtins() {
+		m[d.ID] = entityMessageOf(d.ID, sourced[d.ID])
+	}
+	for d := range sourced {
+		m[d] = entityMessageOf(d, true)
+	}
+	return m
 }
 
 func overlapsCanary(cs []canaryHit, f classifiers.Finding) bool {
@@ -1193,11 +1252,94 @@ func (s *session) name(src fingerprint.Ref) (string, bool) {
 }
 
 // informative reports whether the words overlapping s.buf[start:end] hold
-// an informative one (see Verifier.informative) and leaves their spans in
-// s.words.
+// an informative one (see Verifier.informativeWords) and leaves their spans
+// in s.words. The response's words are read once, as the fingerprints
+// that overlap them (three or four a word, in order) ask: see tokenise.
 func (s *session) informative(start, end int) bool {
-	s.words = s.v.informativeWords(s.buf, start, end, s.requestWords(), s.words[:0])
+	text := s.buf
+	for start > 0 && isWordByte(text[start-1]) {
+		start--
+	}
+	for end < len(text) && isWordByte(text[end]) {
+		end++
+	}
+	switch {
+	case start < s.tokStart:
+		// Before the words kept (fingerprints come in order: not
+		// expected), read as they are.
+		s.words = s.v.informativeWords(text, start, end, s.requestWords(), s.words[:0])
+		return len(s.words) > 0
+	case start > s.tokEnd:
+		// Words no fingerprint asked for are not read: the words kept
+		// start again here.
+		s.toks, s.tokStart, s.tokEnd = s.toks[:0], start, start
+	}
+	s.tokenise(end)
+	s.words = s.words[:0]
+	// The first word at or after start (start is where no word goes on
+	// from before: a word starts there, or none does).
+	lo, hi := 0, len(s.toks)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); int(s.toks[m].start) < start {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	for _, w := range s.toks[lo:] {
+		if int(w.start) >= end {
+			break
+		}
+		if w.info {
+			s.words = append(s.words, span{int(w.start), int(w.end)})
+		}
+	}
+	// The last word, which more text may still extend, is read each time.
+	own := s.requestWords()
+	for i := max(start, s.tokEnd); i < end; {
+		ws, we, h, name := nextWord(text[:end], i)
+		if ws == end {
+			break
+		}
+		i = we
+		if s.v.informativeWord(ws, we, h, name, own) {
+			s.words = append(s.words, span{ws, we})
+		}
+	}
 	return len(s.words) > 0
+}
+
+// tokenise reads the words of s.buf up to end (see nextWord) into s.toks,
+// with whether each is informative (see Verifier.informativeWords), from
+// where it stopped (s.tokEnd): a word is kept once it is final, that is
+// once a byte that is not part of it follows it. Words are split at bytes
+// that are neither letters, digits nor apostrophes, and at apostrophes,
+// so the words found from a position no word goes on from (s.tokEnd, or
+// the start of a run of word bytes: s.tokStart) are those found from the
+// start of the text. s.toks holds the words of s.buf[s.tokStart:s.tokEnd].
+func (s *session) tokenise(end int) {
+	text := s.buf
+	own := s.requestWords()
+	for s.tokEnd < end {
+		ws, we, h, name := nextWord(text, s.tokEnd)
+		if ws == len(text) {
+			s.tokEnd = ws
+			return
+		}
+		if we == len(text) {
+			s.tokEnd = ws // the word may go on
+			return
+		}
+		s.toks = append(s.toks, wordTok{int32(ws), int32(we), s.v.informativeWord(ws, we, h, name, own)})
+		s.tokEnd = we
+	}
+}
+
+// wordTok is a word of the response (see nextWord) and whether it is
+// informative.
+type wordTok struct {
+	start, end int32
+	info       bool
 }
 
 // requestWords returns the name-like words of the exchange's request (see

@@ -84,12 +84,12 @@ func maxTemplateLen() int {
 
 // templateMatcher finds template tokens by their first byte ('<' or '[').
 type templateMatcher struct {
-	byFirst map[byte][]int // token indices, longest first
-	maxLen  int            // the longest token's length
+	byFirst [256][]int // token indices by first byte, longest first
+	maxLen  int        // the longest token's length
 }
 
 func newTemplateMatcher() *templateMatcher {
-	m := &templateMatcher{byFirst: map[byte][]int{}, maxLen: maxTemplateLen()}
+	m := &templateMatcher{maxLen: maxTemplateLen()}
 	for i, t := range templateTokens {
 		m.byFirst[t.text[0]] = append(m.byFirst[t.text[0]], i)
 	}
@@ -107,12 +107,20 @@ type templateHit struct {
 // find calls hit for every token occurrence in text (offsets relative to
 // text).
 func (m *templateMatcher) find(text []byte, hit func(templateHit)) {
+	// The next '<' and the next '[' at or after i are looked for apart
+	// (bytes.IndexByte is vectorised, bytes.IndexAny is not), each again
+	// only once passed.
+	lt, br := -1, -1
 	for i := 0; i < len(text); {
-		j := bytes.IndexAny(text[i:], "<[")
-		if j < 0 {
+		if lt < i {
+			lt = indexFrom(text, i, '<')
+		}
+		if br < i {
+			br = indexFrom(text, i, '[')
+		}
+		if i = min(lt, br); i == len(text) {
 			return
 		}
-		i += j
 		matched := 0
 		for _, ti := range m.byFirst[text[i]] {
 			tok := templateTokens[ti].text
@@ -128,4 +136,13 @@ func (m *templateMatcher) find(text []byte, hit func(templateHit)) {
 			i++
 		}
 	}
+}
+
+// indexFrom returns the index of the first c in text at or after i,
+// len(text) when there is none.
+func indexFrom(text []byte, i int, c byte) int {
+	if j := bytes.IndexByte(text[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(text)
 }

@@ -90,6 +90,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aishield/aishield/classifiers"
 	"github.com/aishield/aishield/internal/tokens"
@@ -221,22 +222,26 @@ func DefaultSourced() []string { return []string{"pii.person_name"} }
 // Verifier checks responses. It is safe for concurrent use; its sessions
 // are not (one goroutine at a time per session).
 type Verifier struct {
-	opts        Options
-	scanner     *classifiers.Scanner
-	store       fingerprint.Store
-	ttl         time.Duration
-	canaryKey   []byte
-	sourced     map[string]bool // detectors whose foreign values need a source
-	keyID       string          // the scanner's KeyID
-	templates   *templateMatcher
-	boilerplate hashSet
-	refStore    refStore
-	common      hashSet
-	scratch     sync.Pool // *scratch
-	tagMAC      sync.Pool // *keyedMAC: HMAC-SHA256 under canaryKey, for canaries and principal tags
-	allow       allowList
-	holdBack    int
-	now         func() time.Time // the clock of abort marks (tests set it)
+	opts      Options
+	scanner   *classifiers.Scanner
+	store     fingerprint.Store
+	ttl       time.Duration
+	canaryKey []byte
+	sourced   map[string]bool // detectors whose foreign values need a source
+	// entityMessages: the messages of foreign-entity signals by detector
+	// (built-in and sourced ones), made once.
+	entityMessages map[string]string
+	keyID          string // the scanner's KeyID
+	templates      *templateMatcher
+	boilerplate    hashSet
+	refStore       refStore
+	common         hashSet
+	scratch        sync.Pool // *scratch
+	tagMAC         sync.Pool // *keyedMAC: HMAC-SHA256 under canaryKey, for canaries and principal tags
+	allow          allowList
+	holdBack       int
+	slackSpace     [utf8.RuneSelf]bool // the ASCII bytes that slack passes over (see slackSpaces)
+	now            func() time.Time    // the clock of abort marks (tests set it)
 
 	// ownStore: the store was made by New, so this Verifier records all
 	// it holds; instrHeld: it has recorded what only a request's
@@ -328,6 +333,7 @@ func New(opts Options) (*Verifier, error) {
 	for _, d := range sourced {
 		v.sourced[d] = true
 	}
+	v.entityMessages = newEntityMessages(v.sourced)
 	v.templates = newTemplateMatcher()
 	// Every k-gram of a boilerplate text (window 1), not only its
 	// fingerprints: the fingerprints a response selects inside a phrase
@@ -345,6 +351,7 @@ func New(opts Options) (*Verifier, error) {
 		}
 	}
 	v.common = commonSet()
+	v.slackSpace = slackSpaces(v.opts.Fingerprint.StripPunctuation)
 	v.allow = newAllowList(opts.Inbound.AllowList)
 	// The bound of a session's hold-back (and the look-back of its
 	// scans), not the hold-back itself: see hold.go.
