@@ -93,7 +93,11 @@ func (s *Scanner) ScanPartial(ctx context.Context, text []byte, opts PartialOpti
 		fs, err = s.Scan(ctx, text)
 		base := len(text) - s.overlap
 		if ctx.Err() == nil {
-			_, _ = s.scanChunkRaw(ctx, text[base:], 0, len(text)-base, newPosTracker(), base, &part)
+			// This pass keeps only part; its findings (Scan's already)
+			// are dropped, so their lines are not counted: the tracker
+			// starts where the chunk does.
+			at := &posTracker{off: base, line: 1}
+			_, _ = s.scanChunkRaw(ctx, text[base:], 0, len(text)-base, at, base, &part)
 			if part.view != nil {
 				// Offsets in the view of text[base:]: settled there.
 				return fs, base + s.settleView(text[base:], &part, opts), err

@@ -184,3 +184,43 @@ func FuzzScanPartial(f *testing.F) {
 		}
 	})
 }
+
+// TestScanPartialLong: a text longer than a chunk (an answer over 1 MiB
+// written at once) is scanned whole, its findings those of Scan, and
+// settled within its last chunk; a value at its very end is held.
+func TestScanPartialLong(t *testing.T) {
+	s, err := New(Options{HashKey: []byte("partial")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var b strings.Builder
+	for b.Len() < 1<<20+300<<10 {
+		b.WriteString("The quarterly review covers the usual items and nothing of note.\n")
+	}
+	for _, tail := range []string{"Write to jeanne.roux@acme-mail.fr", "Write to jeanne.roux@acme-mail.fr today.\n", "nothing at the end.\n"} {
+		text := []byte(b.String() + tail)
+		fs, settled, err := s.ScanPartial(ctx, text, PartialOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.Scan(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != len(want) {
+			t.Fatalf("%q: %d findings, Scan %d", tail, len(fs), len(want))
+		}
+		for i := range fs {
+			if fs[i].Start != want[i].Start || fs[i].Line != want[i].Line || fs[i].Column != want[i].Column {
+				t.Errorf("%q: finding %d at %d (%d:%d), Scan's at %d (%d:%d)", tail, i, fs[i].Start, fs[i].Line, fs[i].Column, want[i].Start, want[i].Line, want[i].Column)
+			}
+		}
+		if settled < len(text)-s.chunk || settled > len(text) {
+			t.Errorf("%q: settled at %d of %d", tail, settled, len(text))
+		}
+		if strings.HasSuffix(tail, "fr") && settled > len(text)-len("jeanne.roux@acme-mail.fr") {
+			t.Errorf("%q: the address the text ends inside of is settled (%d of %d)", tail, settled, len(text))
+		}
+	}
+}
