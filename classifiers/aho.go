@@ -164,17 +164,18 @@ func (m *acMatcher) renumber(delta []uint32, outs [][]int, order []uint32, wide 
 	m.out, m.fail, m.depth = out, fail, depth
 	m.outFrom = uint32(firstOut) * m.half
 	if !wide && len(byNew)*int(m.half) <= 1<<16 {
-		m.delta16 = fillACTable[uint16](delta, byNew, newID, n, stride, m.half)
+		m.delta16 = fillACTable[uint16](delta, byNew, newID, n, stride, m.half, acTab16Len)
 	} else {
-		m.delta32 = fillACTable[uint32](delta, byNew, newID, n, stride, m.half)
+		m.delta32 = fillACTable[uint32](delta, byNew, newID, n, stride, m.half, 0)
 	}
 }
 
 // fillACTable returns the table of the states renumbered (byNew[new] =
 // old, newID its inverse) from delta (old numbers, n entries a row): rows
-// of stride entries, each the next state's new number times half.
-func fillACTable[E uint16 | uint32](delta []uint32, byNew, newID []uint32, n, stride int, half uint32) []E {
-	table := make([]E, len(byNew)*stride)
+// of stride entries, each the next state's new number times half, in a
+// slice at least minLen long (the rows past the states are never read).
+func fillACTable[E uint16 | uint32](delta []uint32, byNew, newID []uint32, n, stride int, half uint32, minLen int) []E {
+	table := make([]E, max(len(byNew)*stride, minLen))
 	for ns, s := range byNew {
 		row := delta[int(s)*n : int(s+1)*n]
 		nrow := table[ns*stride : ns*stride+n]
@@ -213,6 +214,37 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 	}
 }
 
+// acTab16Len is the length of a table of 16-bit entries: past any index
+// 2*entry + class, so that the walk indexes it as an array without bounds
+// checks.
+const acTab16Len = 2<<16 + 256
+
+// acLaneWalk is the state of a walk in lanes (see scan).
+type acLaneWalk struct {
+	m        *acMatcher
+	from, to [acLanes]int // lane k reads text[from[k]:to[k]] and reports occurrences ending after to[k-1]
+	q        int          // the bytes all lanes read in the loop
+	pending  *[acLanes - 1][]acHit
+	hit      func(pattern, end int)
+}
+
+// out reports or queues the occurrences ending at end in lane k's state
+// s (an entry).
+func (w *acLaneWalk) out(k int, s uint32, end int) {
+	ps := w.m.out[w.m.state(s)]
+	if k == 0 {
+		for _, p := range ps {
+			w.hit(p, end)
+		}
+		return
+	}
+	if end > w.to[k-1] {
+		for _, p := range ps {
+			w.pending[k-1] = append(w.pending[k-1], acHit{int32(p), end})
+		}
+	}
+}
+
 // acWalk is scan over m's table delta.
 func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[acLanes - 1][]acHit, hit func(pattern, end int)) {
 	class := &m.class
@@ -230,55 +262,28 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 		}
 		return
 	}
-	// Lane k reads text[from[k]:to[k]] and reports occurrences ending
-	// after to[k-1].
-	var from, to [acLanes]int
-	q := len(text) / acLanes
+	w := acLaneWalk{m: m, pending: pending, hit: hit}
+	w.q = len(text) / acLanes
 	for k := range acLanes {
-		to[k] = (k + 1) * q
+		w.to[k] = (k + 1) * w.q
 		if k > 0 {
-			from[k] = k*q - (m.maxLen - 1)
+			w.from[k] = k*w.q - (m.maxLen - 1)
 		}
 	}
-	to[acLanes-1] = len(text)
-	l0, l1, l2, l3 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q], text[from[3]:from[3]+q]
-	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
+	w.to[acLanes-1] = len(text)
 	var st [acLanes]E
-	s0, s1, s2, s3 := E(0), E(0), E(0), E(0)
-	queue := func(k int, s E, end int) {
-		if end > to[k-1] {
-			for _, p := range m.out[m.state(uint32(s))] {
-				pending[k-1] = append(pending[k-1], acHit{int32(p), end})
-			}
+	switch d := any(delta).(type) {
+	case []uint16:
+		st16 := w.lanes16((*[acTab16Len]uint16)(d), text)
+		for k := range st {
+			st[k] = E(st16[k])
+		}
+	case []uint32:
+		st32 := w.lanes32(d, text)
+		for k := range st {
+			st[k] = E(st32[k])
 		}
 	}
-	for i := range l0 {
-		s0 = step(s0, l0[i])
-		s1 = step(s1, l1[i])
-		s2 = step(s2, l2[i])
-		s3 = step(s3, l3[i])
-		// The union's bits bound the largest entry: below outFrom, no
-		// lane has output (fewer operations than max, and the hot states,
-		// numbered first, rarely reach outFrom together).
-		if s0|s1|s2|s3 < outFrom {
-			continue
-		}
-		if s0 >= outFrom {
-			for _, p := range m.out[m.state(uint32(s0))] {
-				hit(p, i+1)
-			}
-		}
-		if s1 >= outFrom {
-			queue(1, s1, from[1]+i+1)
-		}
-		if s2 >= outFrom {
-			queue(2, s2, from[2]+i+1)
-		}
-		if s3 >= outFrom {
-			queue(3, s3, from[3]+i+1)
-		}
-	}
-	st[0], st[1], st[2], st[3] = s0, s1, s2, s3
 	// Each lane in turn: its queued occurrences, then the rest of its
 	// bytes (lanes past the first are longer than q).
 	for k := range acLanes {
@@ -289,7 +294,7 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 			pending[k-1] = pending[k-1][:0]
 		}
 		s := st[k]
-		for i := from[k] + q; i < to[k]; i++ {
+		for i := w.from[k] + w.q; i < w.to[k]; i++ {
 			s = step(s, text[i])
 			if s >= outFrom {
 				for _, p := range m.out[m.state(uint32(s))] {
@@ -298,6 +303,73 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 			}
 		}
 	}
+}
+
+// lanes16 walks the first q bytes of the four lanes of text over a table
+// of 16-bit entries, reporting lane 0's occurrences and queueing the
+// others', and returns the lanes' states. It and lanes32 are one loop
+// written for each table: indexing an array of 16-bit entries needs no
+// bounds check.
+func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]uint16 {
+	class, outFrom, from := &w.m.class, uint16(w.m.outFrom), &w.from
+	l0, l1, l2, l3 := text[:w.q], text[from[1]:from[1]+w.q], text[from[2]:from[2]+w.q], text[from[3]:from[3]+w.q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
+	s0, s1, s2, s3 := uint16(0), uint16(0), uint16(0), uint16(0)
+	for i := range l0 {
+		s0 = delta[2*uint(s0)+uint(class[l0[i]])]
+		s1 = delta[2*uint(s1)+uint(class[l1[i]])]
+		s2 = delta[2*uint(s2)+uint(class[l2[i]])]
+		s3 = delta[2*uint(s3)+uint(class[l3[i]])]
+		// The union's bits bound the largest entry: below outFrom, no
+		// lane has output (fewer operations than max, and the hot states,
+		// numbered first, rarely reach outFrom together).
+		if s0|s1|s2|s3 < outFrom {
+			continue
+		}
+		if s0 >= outFrom {
+			w.out(0, uint32(s0), i+1)
+		}
+		if s1 >= outFrom {
+			w.out(1, uint32(s1), from[1]+i+1)
+		}
+		if s2 >= outFrom {
+			w.out(2, uint32(s2), from[2]+i+1)
+		}
+		if s3 >= outFrom {
+			w.out(3, uint32(s3), from[3]+i+1)
+		}
+	}
+	return [acLanes]uint16{s0, s1, s2, s3}
+}
+
+// lanes32 is lanes16 over a table of 32-bit entries.
+func (w *acLaneWalk) lanes32(delta []uint32, text []byte) [acLanes]uint32 {
+	class, outFrom, from := &w.m.class, w.m.outFrom, &w.from
+	l0, l1, l2, l3 := text[:w.q], text[from[1]:from[1]+w.q], text[from[2]:from[2]+w.q], text[from[3]:from[3]+w.q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)]
+	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
+	for i := range l0 {
+		s0 = delta[2*uint(s0)+uint(class[l0[i]])]
+		s1 = delta[2*uint(s1)+uint(class[l1[i]])]
+		s2 = delta[2*uint(s2)+uint(class[l2[i]])]
+		s3 = delta[2*uint(s3)+uint(class[l3[i]])]
+		if s0|s1|s2|s3 < outFrom {
+			continue
+		}
+		if s0 >= outFrom {
+			w.out(0, s0, i+1)
+		}
+		if s1 >= outFrom {
+			w.out(1, s1, from[1]+i+1)
+		}
+		if s2 >= outFrom {
+			w.out(2, s2, from[2]+i+1)
+		}
+		if s3 >= outFrom {
+			w.out(3, s3, from[3]+i+1)
+		}
+	}
+	return [acLanes]uint32{s0, s1, s2, s3}
 }
 
 // acHit is an occurrence queued by scan.
