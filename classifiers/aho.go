@@ -133,50 +133,77 @@ func newACMatcherWidth(patterns []string, wide bool) *acMatcher {
 // text visits most, near the root, get the first rows of the table, which
 // then share fewer cache lines than states numbered in the order patterns
 // were inserted, and the walk tells a state with output by its number
-// alone.
+// alone. With 16-bit entries, the states with output start at the first
+// number whose entry is at least acOut16 (the numbers between are unused
+// rows), so that the walk compares entries with a constant.
 func (m *acMatcher) renumber(delta []uint32, outs [][]int, order []uint32, wide bool) {
-	n, stride := m.nclass, 2*int(m.half)
+	n, stride, half := m.nclass, 2*int(m.half), int(m.half)
 	// The root (order[0]) stays first: patterns are not empty.
-	byNew := make([]uint32, 0, len(order)) // new number → old
+	byNew := make([]uint32, 0, len(order)) // new number → old (acNoState: unused)
 	for _, s := range order {
 		if s == 0 || len(outs[s]) == 0 {
 			byNew = append(byNew, s)
 		}
 	}
-	firstOut := len(byNew)
+	nonOut := len(byNew)
+	nOut := len(order) - nonOut
+	firstOut := nonOut
+	g := (acOut16 + half - 1) / half
+	narrow := !wide && nonOut*half <= acOut16 && (g+nOut-1)*half <= 0xFFFF
+	if narrow {
+		for len(byNew) < g {
+			byNew = append(byNew, acNoState)
+		}
+		firstOut = g
+	}
 	for _, s := range order {
 		if s != 0 && len(outs[s]) > 0 {
 			byNew = append(byNew, s)
 		}
 	}
-	newID := make([]uint32, len(byNew))
+	newID := make([]uint32, len(order))
 	for ns, s := range byNew {
-		newID[s] = uint32(ns)
+		if s != acNoState {
+			newID[s] = uint32(ns)
+		}
 	}
 	out := make([][]int, len(byNew))
 	fail := make([]uint32, len(byNew))
 	depth := make([]int32, len(byNew))
 	for ns, s := range byNew {
-		out[ns] = outs[s]
-		fail[ns] = newID[m.fail[s]]
-		depth[ns] = m.depth[s]
+		if s != acNoState {
+			out[ns] = outs[s]
+			fail[ns] = newID[m.fail[s]]
+			depth[ns] = m.depth[s]
+		}
 	}
 	m.out, m.fail, m.depth = out, fail, depth
 	m.outFrom = uint32(firstOut) * m.half
-	if !wide && len(byNew)*int(m.half) <= 1<<16 {
+	if narrow {
 		m.delta16 = fillACTable[uint16](delta, byNew, newID, n, stride, m.half, acTab16Len)
 	} else {
 		m.delta32 = fillACTable[uint32](delta, byNew, newID, n, stride, m.half, 0)
 	}
 }
 
+// acNoState marks an unused number in renumber.
+const acNoState = ^uint32(0)
+
+// acOut16 is where the entries of the states with output start in a table
+// of 16-bit entries.
+const acOut16 = 0xC000
+
 // fillACTable returns the table of the states renumbered (byNew[new] =
-// old, newID its inverse) from delta (old numbers, n entries a row): rows
-// of stride entries, each the next state's new number times half, in a
-// slice at least minLen long (the rows past the states are never read).
+// old, or acNoState for a row left unused; newID its inverse) from delta
+// (old numbers, n entries a row): rows of stride entries, each the next
+// state's new number times half, in a slice at least minLen long (the rows
+// past the states are never read).
 func fillACTable[E uint16 | uint32](delta []uint32, byNew, newID []uint32, n, stride int, half uint32, minLen int) []E {
 	table := make([]E, max(len(byNew)*stride, minLen))
 	for ns, s := range byNew {
+		if s == acNoState {
+			continue
+		}
 		row := delta[int(s)*n : int(s+1)*n]
 		nrow := table[ns*stride : ns*stride+n]
 		for c, nx := range row {
@@ -311,35 +338,45 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 // written for each table: indexing an array of 16-bit entries needs no
 // bounds check.
 func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]uint16 {
-	class, outFrom, from := &w.m.class, uint16(w.m.outFrom), &w.from
-	l0, l1, l2, l3 := text[:w.q], text[from[1]:from[1]+w.q], text[from[2]:from[2]+w.q], text[from[3]:from[3]+w.q]
+	class := &w.m.class
+	l0, l1, l2, l3 := text[:w.q], text[w.from[1]:w.from[1]+w.q], text[w.from[2]:w.from[2]+w.q], text[w.from[3]:w.from[3]+w.q]
 	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
-	s0, s1, s2, s3 := uint16(0), uint16(0), uint16(0), uint16(0)
+	// The states are held as uint: the loads widen them, and the next
+	// index needs no conversion.
+	s0, s1, s2, s3 := uint(0), uint(0), uint(0), uint(0)
 	for i := range l0 {
-		s0 = delta[2*uint(s0)+uint(class[l0[i]])]
-		s1 = delta[2*uint(s1)+uint(class[l1[i]])]
-		s2 = delta[2*uint(s2)+uint(class[l2[i]])]
-		s3 = delta[2*uint(s3)+uint(class[l3[i]])]
-		// The union's bits bound the largest entry: below outFrom, no
+		s0 = uint(delta[2*s0+uint(class[l0[i]])])
+		s1 = uint(delta[2*s1+uint(class[l1[i]])])
+		s2 = uint(delta[2*s2+uint(class[l2[i]])])
+		s3 = uint(delta[2*s3+uint(class[l3[i]])])
+		// The union's bits bound the largest entry: below acOut16, no
 		// lane has output (fewer operations than max, and the hot states,
-		// numbered first, rarely reach outFrom together).
-		if s0|s1|s2|s3 < outFrom {
+		// numbered first, rarely reach acOut16 together). A constant
+		// leaves the loop's variables in registers.
+		if s0|s1|s2|s3 < acOut16 {
 			continue
 		}
-		if s0 >= outFrom {
-			w.out(0, uint32(s0), i+1)
-		}
-		if s1 >= outFrom {
-			w.out(1, uint32(s1), from[1]+i+1)
-		}
-		if s2 >= outFrom {
-			w.out(2, uint32(s2), from[2]+i+1)
-		}
-		if s3 >= outFrom {
-			w.out(3, uint32(s3), from[3]+i+1)
-		}
+		w.outs(i, uint32(s0), uint32(s1), uint32(s2), uint32(s3))
 	}
-	return [acLanes]uint16{s0, s1, s2, s3}
+	return [acLanes]uint16{uint16(s0), uint16(s1), uint16(s2), uint16(s3)}
+}
+
+// outs reports the occurrences at the lanes' i-th byte, whose states (entries)
+// are s0..s3.
+func (w *acLaneWalk) outs(i int, s0, s1, s2, s3 uint32) {
+	outFrom := w.m.outFrom
+	if s0 >= outFrom {
+		w.out(0, s0, i+1)
+	}
+	if s1 >= outFrom {
+		w.out(1, s1, w.from[1]+i+1)
+	}
+	if s2 >= outFrom {
+		w.out(2, s2, w.from[2]+i+1)
+	}
+	if s3 >= outFrom {
+		w.out(3, s3, w.from[3]+i+1)
+	}
 }
 
 // lanes32 is lanes16 over a table of 32-bit entries.
