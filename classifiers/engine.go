@@ -739,13 +739,13 @@ func appendHex(dst, src []byte) []byte {
 	n := len(dst)
 	dst = slices.Grow(dst, 2*len(src))[:n+2*len(src)]
 	out := dst[n:]
-	k := 0
-	for ; k+4 <= len(src); k += 4 {
-		binary.LittleEndian.PutUint64(out[2*k:], hexWord(binary.LittleEndian.Uint32(src[k:])))
+	for len(src) >= 4 {
+		binary.LittleEndian.PutUint64(out, hexWord(binary.LittleEndian.Uint32(src)))
+		src, out = src[4:], out[8:]
 	}
-	for i, b := range src[k:] {
-		out[2*(k+i)] = digits[b>>4]
-		out[2*(k+i)+1] = digits[b&15]
+	for i, b := range src {
+		out[2*i] = digits[b>>4]
+		out[2*i+1] = digits[b&15]
 	}
 	return dst
 }
