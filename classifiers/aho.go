@@ -11,17 +11,26 @@ import (
 //
 // The automaton is a full DFA: every state has a transition for every byte
 // class, so the scan loop is one table load per input byte. Bytes that occur
-// in no pattern share class 0, which keeps the table small (states × classes
-// uint32 entries).
+// in no pattern share class 0, which keeps the table small (states × stride
+// entries, stride being the number of classes rounded up to even).
+//
+// An entry is the next state premultiplied by half the stride: the row of
+// entry e starts at 2e. Entries fit in 16 bits unless the automaton is
+// large (a policy's many custom keywords), and then in 32: the table is one
+// of delta16 and delta32, and the walk is compiled for each. States with
+// output are numbered last, so an entry of at least outFrom means the
+// state it leads to ends a pattern.
 type acMatcher struct {
 	class    [256]uint8 // byte → class (after ASCII case folding)
 	nclass   int
-	delta    []uint32 // state*nclass + class → next state
+	half     uint32   // half the stride: entries are state*half
+	delta16  []uint16 // 2*entry + class → next entry, when every entry fits
+	delta32  []uint32 // the same, when some does not
+	outFrom  uint32   // the entry of the first state with output
 	out      [][]int  // state → pattern indices ending here (including via suffix links)
-	hasOut   []bool
 	patterns []string // lower-cased patterns
 	maxLen   int      // the longest pattern's length in bytes
-	recip    uint64   // ceil(2^64 / nclass): see state
+	recip    uint64   // ceil(2^64 / half): see state
 	// fail and depth are each state's failure link and trie depth (the
 	// length of the pattern prefix it stands for), for ScanPartial's
 	// question of which keywords a text ends inside of.
@@ -32,6 +41,12 @@ type acMatcher struct {
 // newACMatcher builds the automaton for patterns, which must already be
 // lower case. Duplicate patterns are allowed; each keeps its own index.
 func newACMatcher(patterns []string) *acMatcher {
+	return newACMatcherWidth(patterns, false)
+}
+
+// newACMatcherWidth is newACMatcher with a choice of 32-bit entries even
+// when 16 would do (wide), for tests of both walks.
+func newACMatcherWidth(patterns []string, wide bool) *acMatcher {
 	m := &acMatcher{patterns: patterns}
 	// byte classes
 	var used [256]bool
@@ -51,9 +66,9 @@ func newACMatcher(patterns []string) *acMatcher {
 	for b := 'A'; b <= 'Z'; b++ {
 		m.class[b] = m.class[b+'a'-'A']
 	}
-	n = max(n, 2) // an unused class when no pattern has a byte: state needs nclass >= 2
 	m.nclass = n
-	m.recip = ^uint64(0)/uint64(n) + 1
+	m.half = uint32(max(n+1, 4)) / 2 // state needs half >= 2
+	m.recip = ^uint64(0)/uint64(m.half) + 1
 	m.maxLen = max(m.maxLen, 1)
 	// The trie is built in delta itself (0 means no child: no edge leads
 	// back to the root), then completed in breadth-first order.
@@ -107,52 +122,95 @@ func newACMatcher(patterns []string) *acMatcher {
 			}
 		}
 	}
-	m.renumberBFS(delta, outs, order)
+	m.renumber(delta, outs, order, wide)
 	return m
 }
 
-// renumberBFS sets m's table, outputs, failure links and depths from
-// those of the states numbered as built (delta, outs, m.fail, m.depth),
-// renumbered in the order breadth-first search met them (order[new] =
-// old): the states a text visits most, near the root, get the first rows
-// of the table, which then share fewer cache lines than states numbered
-// in the order patterns were inserted. The table is premultiplied: entries
-// hold next*nclass, with bit 31 set when the next state has output, so the
-// scan loop is one load, one add and one test.
-func (m *acMatcher) renumberBFS(delta []uint32, outs [][]int, order []uint32) {
-	n := m.nclass
+// renumber sets m's table, outputs, failure links and depths from those
+// of the states numbered as built (delta, outs, m.fail, m.depth). The
+// states without output come first, in the order breadth-first search met
+// them (order), then those with output, in the same order: the states a
+// text visits most, near the root, get the first rows of the table, which
+// then share fewer cache lines than states numbered in the order patterns
+// were inserted, and the walk tells a state with output by its number
+// alone. With 16-bit entries, the states with output start at the first
+// number whose entry is at least acOut16 (the numbers between are unused
+// rows), so that the walk compares entries with a constant.
+func (m *acMatcher) renumber(delta []uint32, outs [][]int, order []uint32, wide bool) {
+	n, stride, half := m.nclass, 2*int(m.half), int(m.half)
+	// The root (order[0]) stays first: patterns are not empty.
+	byNew := make([]uint32, 0, len(order)) // new number → old (acNoState: unused)
+	for _, s := range order {
+		if s == 0 || len(outs[s]) == 0 {
+			byNew = append(byNew, s)
+		}
+	}
+	nonOut := len(byNew)
+	nOut := len(order) - nonOut
+	firstOut := nonOut
+	g := (acOut16 + half - 1) / half
+	narrow := !wide && nonOut*half <= acOut16 && (g+nOut-1)*half <= 0xFFFF
+	if narrow {
+		for len(byNew) < g {
+			byNew = append(byNew, acNoState)
+		}
+		firstOut = g
+	}
+	for _, s := range order {
+		if s != 0 && len(outs[s]) > 0 {
+			byNew = append(byNew, s)
+		}
+	}
 	newID := make([]uint32, len(order))
-	for ns, s := range order {
-		newID[s] = uint32(ns)
-	}
-	out := make([][]int, len(order))
-	hasOut := make([]bool, len(order))
-	fail := make([]uint32, len(order))
-	depth := make([]int32, len(order))
-	for ns, s := range order {
-		out[ns] = outs[s]
-		hasOut[ns] = len(outs[s]) > 0
-		fail[ns] = newID[m.fail[s]]
-		depth[ns] = m.depth[s]
-	}
-	// Each entry: the next state's new number, premultiplied and flagged,
-	// looked up once per old state rather than per entry.
-	entry := make([]uint32, len(order))
-	for s, ns := range newID {
-		entry[s] = ns * uint32(n)
-		if hasOut[ns] {
-			entry[s] |= outFlag
+	for ns, s := range byNew {
+		if s != acNoState {
+			newID[s] = uint32(ns)
 		}
 	}
-	table := make([]uint32, len(delta))
-	for ns, s := range order {
+	out := make([][]int, len(byNew))
+	fail := make([]uint32, len(byNew))
+	depth := make([]int32, len(byNew))
+	for ns, s := range byNew {
+		if s != acNoState {
+			out[ns] = outs[s]
+			fail[ns] = newID[m.fail[s]]
+			depth[ns] = m.depth[s]
+		}
+	}
+	m.out, m.fail, m.depth = out, fail, depth
+	m.outFrom = uint32(firstOut) * m.half
+	if narrow {
+		m.delta16 = fillACTable[uint16](delta, byNew, newID, n, stride, m.half, acTab16Len)
+	} else {
+		m.delta32 = fillACTable[uint32](delta, byNew, newID, n, stride, m.half, 0)
+	}
+}
+
+// acNoState marks an unused number in renumber.
+const acNoState = ^uint32(0)
+
+// acOut16 is where the entries of the states with output start in a table
+// of 16-bit entries.
+const acOut16 = 0xC000
+
+// fillACTable returns the table of the states renumbered (byNew[new] =
+// old, or acNoState for a row left unused; newID its inverse) from delta
+// (old numbers, n entries a row): rows of stride entries, each the next
+// state's new number times half, in a slice at least minLen long (the rows
+// past the states are never read).
+func fillACTable[E uint16 | uint32](delta []uint32, byNew, newID []uint32, n, stride int, half uint32, minLen int) []E {
+	table := make([]E, max(len(byNew)*stride, minLen))
+	for ns, s := range byNew {
+		if s == acNoState {
+			continue
+		}
 		row := delta[int(s)*n : int(s+1)*n]
-		nrow := table[ns*n : (ns+1)*n]
+		nrow := table[ns*stride : ns*stride+n]
 		for c, nx := range row {
-			nrow[c] = entry[nx]
+			nrow[c] = E(newID[nx] * half)
 		}
 	}
-	m.delta, m.out, m.hasOut, m.fail, m.depth = table, out, hasOut, fail, depth
+	return table
 }
 
 // acLanes is the number of lanes scan walks a long text in.
@@ -176,71 +234,83 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 	if m == nil || len(m.patterns) == 0 {
 		return
 	}
-	delta, class := m.delta, &m.class
-	step := func(s uint32, b byte) uint32 { return delta[s+uint32(class[b])] }
+	if m.delta16 != nil {
+		acWalk(m, m.delta16, text, pending, hit)
+	} else {
+		acWalk(m, m.delta32, text, pending, hit)
+	}
+}
+
+// acTab16Len is the length of a table of 16-bit entries: past any index
+// 2*entry + class, so that the walk indexes it as an array without bounds
+// checks.
+const acTab16Len = 2<<16 + 256
+
+// acLaneWalk is the state of a walk in lanes (see scan).
+type acLaneWalk struct {
+	m        *acMatcher
+	from, to [acLanes]int // lane k reads text[from[k]:to[k]] and reports occurrences ending after to[k-1]
+	q        int          // the bytes all lanes read in the loop
+	pending  *[acLanes - 1][]acHit
+	hit      func(pattern, end int)
+}
+
+// out reports or queues the occurrences ending at end in lane k's state
+// s (an entry).
+func (w *acLaneWalk) out(k int, s uint32, end int) {
+	ps := w.m.out[w.m.state(s)]
+	if k == 0 {
+		for _, p := range ps {
+			w.hit(p, end)
+		}
+		return
+	}
+	if end > w.to[k-1] {
+		for _, p := range ps {
+			w.pending[k-1] = append(w.pending[k-1], acHit{int32(p), end})
+		}
+	}
+}
+
+// acWalk is scan over m's table delta.
+func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[acLanes - 1][]acHit, hit func(pattern, end int)) {
+	class := &m.class
+	outFrom := E(m.outFrom)
+	step := func(s E, b byte) E { return delta[2*uint(s)+uint(class[b])] }
 	if len(text) < acLanes*(4*m.maxLen+256) {
-		s := uint32(0)
+		s := E(0)
 		for i, b := range text {
 			s = step(s, b)
-			if s&outFlag != 0 {
-				s &^= outFlag
-				for _, p := range m.out[m.state(s)] {
+			if s >= outFrom {
+				for _, p := range m.out[m.state(uint32(s))] {
 					hit(p, i+1)
 				}
 			}
 		}
 		return
 	}
-	// Lane k reads text[from[k]:to[k]] and reports occurrences ending
-	// after to[k-1].
-	var from, to [acLanes]int
-	q := len(text) / acLanes
+	w := acLaneWalk{m: m, pending: pending, hit: hit}
+	w.q = len(text) / acLanes
 	for k := range acLanes {
-		to[k] = (k + 1) * q
+		w.to[k] = (k + 1) * w.q
 		if k > 0 {
-			from[k] = k*q - (m.maxLen - 1)
+			w.from[k] = k*w.q - (m.maxLen - 1)
 		}
 	}
-	to[acLanes-1] = len(text)
-	l0, l1, l2, l3 := text[:q], text[from[1]:from[1]+q], text[from[2]:from[2]+q], text[from[3]:from[3]+q]
-	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
-	var st [acLanes]uint32
-	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
-	queue := func(k int, s uint32, end int) {
-		if end > to[k-1] {
-			for _, p := range m.out[m.state(s)] {
-				pending[k-1] = append(pending[k-1], acHit{int32(p), end})
-			}
+	w.to[acLanes-1] = len(text)
+	var st [acLanes]E
+	switch d := any(delta).(type) {
+	case []uint16:
+		st16 := w.lanes16((*[acTab16Len]uint16)(d), text)
+		for k := range st {
+			st[k] = E(st16[k])
+		}
+	case []uint32:
+		st32 := w.lanes32(d, text)
+		for k := range st {
+			st[k] = E(st32[k])
 		}
 	}
-	for i := range l0 {
-		s0 = step(s0, l0[i])
-		s1 = step(s1, l1[i])
-		s2 = step(s2, l2[i])
-		s3 = step(s3, l3[i])
-		if (s0|s1|s2|s3)&outFlag == 0 {
-			continue
-		}
-		if s0&outFlag != 0 {
-			s0 &^= outFlag
-			for _, p := range m.out[m.state(s0)] {
-				hit(p, i+1)
-			}
-		}
-		if s1&outFlag != 0 {
-			s1 &^= outFlag
-			queue(1, s1, from[1]+i+1)
-		}
-		if s2&outFlag != 0 {
-			s2 &^= outFlag
-			queue(2, s2, from[2]+i+1)
-		}
-		if s3&outFlag != 0 {
-			s3 &^= outFlag
-			queue(3, s3, from[3]+i+1)
-		}
-	}
-	st[0], st[1], st[2], st[3] = s0, s1, s2, s3
 	// Each lane in turn: its queued occurrences, then the rest of its
 	// bytes (lanes past the first are longer than q).
 	for k := range acLanes {
@@ -251,16 +321,92 @@ func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pa
 			pending[k-1] = pending[k-1][:0]
 		}
 		s := st[k]
-		for i := from[k] + q; i < to[k]; i++ {
+		for i := w.from[k] + w.q; i < w.to[k]; i++ {
 			s = step(s, text[i])
-			if s&outFlag != 0 {
-				s &^= outFlag
-				for _, p := range m.out[m.state(s)] {
+			if s >= outFrom {
+				for _, p := range m.out[m.state(uint32(s))] {
 					hit(p, i+1)
 				}
 			}
 		}
 	}
+}
+
+// lanes16 walks the first q bytes of the four lanes of text over a table
+// of 16-bit entries, reporting lane 0's occurrences and queueing the
+// others', and returns the lanes' states. It and lanes32 are one loop
+// written for each table: indexing an array of 16-bit entries needs no
+// bounds check.
+func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]uint16 {
+	class := &w.m.class
+	l0, l1, l2, l3 := text[:w.q], text[w.from[1]:w.from[1]+w.q], text[w.from[2]:w.from[2]+w.q], text[w.from[3]:w.from[3]+w.q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
+	// The states are held as uint: the loads widen them, and the next
+	// index needs no conversion.
+	s0, s1, s2, s3 := uint(0), uint(0), uint(0), uint(0)
+	for i := range l0 {
+		s0 = uint(delta[2*s0+uint(class[l0[i]])])
+		s1 = uint(delta[2*s1+uint(class[l1[i]])])
+		s2 = uint(delta[2*s2+uint(class[l2[i]])])
+		s3 = uint(delta[2*s3+uint(class[l3[i]])])
+		// The union's bits bound the largest entry: below acOut16, no
+		// lane has output (fewer operations than max, and the hot states,
+		// numbered first, rarely reach acOut16 together). A constant
+		// leaves the loop's variables in registers.
+		if s0|s1|s2|s3 < acOut16 {
+			continue
+		}
+		w.outs(i, uint32(s0), uint32(s1), uint32(s2), uint32(s3))
+	}
+	return [acLanes]uint16{uint16(s0), uint16(s1), uint16(s2), uint16(s3)}
+}
+
+// outs reports the occurrences at the lanes' i-th byte, whose states (entries)
+// are s0..s3.
+func (w *acLaneWalk) outs(i int, s0, s1, s2, s3 uint32) {
+	outFrom := w.m.outFrom
+	if s0 >= outFrom {
+		w.out(0, s0, i+1)
+	}
+	if s1 >= outFrom {
+		w.out(1, s1, w.from[1]+i+1)
+	}
+	if s2 >= outFrom {
+		w.out(2, s2, w.from[2]+i+1)
+	}
+	if s3 >= outFrom {
+		w.out(3, s3, w.from[3]+i+1)
+	}
+}
+
+// lanes32 is lanes16 over a table of 32-bit entries.
+func (w *acLaneWalk) lanes32(delta []uint32, text []byte) [acLanes]uint32 {
+	class, outFrom, from := &w.m.class, w.m.outFrom, &w.from
+	l0, l1, l2, l3 := text[:w.q], text[from[1]:from[1]+w.q], text[from[2]:from[2]+w.q], text[from[3]:from[3]+w.q]
+	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)]
+	s0, s1, s2, s3 := uint32(0), uint32(0), uint32(0), uint32(0)
+	for i := range l0 {
+		s0 = delta[2*uint(s0)+uint(class[l0[i]])]
+		s1 = delta[2*uint(s1)+uint(class[l1[i]])]
+		s2 = delta[2*uint(s2)+uint(class[l2[i]])]
+		s3 = delta[2*uint(s3)+uint(class[l3[i]])]
+		if s0|s1|s2|s3 < outFrom {
+			continue
+		}
+		if s0 >= outFrom {
+			w.out(0, s0, i+1)
+		}
+		if s1 >= outFrom {
+			w.out(1, s1, from[1]+i+1)
+		}
+		if s2 >= outFrom {
+			w.out(2, s2, from[2]+i+1)
+		}
+		if s3 >= outFrom {
+			w.out(3, s3, from[3]+i+1)
+		}
+	}
+	return [acLanes]uint32{s0, s1, s2, s3}
 }
 
 // acHit is an occurrence queued by scan.
@@ -269,13 +415,19 @@ type acHit struct {
 	end     int
 }
 
-const outFlag = 1 << 31
+// entry returns the table entry at i (2*entry + class).
+func (m *acMatcher) entry(i uint32) uint32 {
+	if m.delta16 != nil {
+		return uint32(m.delta16[i])
+	}
+	return m.delta32[i]
+}
 
-// state returns the state of a premultiplied transition entry (s is
-// state*nclass, flag cleared) without a division: with recip =
-// ceil(2^64/nclass), the high word of s*recip errs by less than s/2^64,
-// far below 1/nclass, so it is the exact quotient (TestACStateDivision).
-func (m *acMatcher) state(s uint32) uint32 {
-	hi, _ := bits.Mul64(uint64(s), m.recip)
+// state returns the state of an entry (state*half) without a division:
+// with recip = ceil(2^64/half), the high word of e*recip errs by less
+// than e/2^64, far below 1/half, so it is the exact quotient
+// (TestACStateDivision).
+func (m *acMatcher) state(e uint32) uint32 {
+	hi, _ := bits.Mul64(uint64(e), m.recip)
 	return uint32(hi)
 }

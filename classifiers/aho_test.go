@@ -24,52 +24,105 @@ func naiveOccurrences(patterns []string, text []byte) [][2]int {
 	return out
 }
 
-// TestACScanMatchesNaive checks the two-lane walk against a plain search on
-// texts around the length where scan switches to two lanes, with
-// occurrences straddling the middle.
+// checkACScan checks m's walk over text against a plain search for m's
+// patterns: every occurrence, in order of end, pending left empty.
+func checkACScan(t *testing.T, m *acMatcher, text []byte) {
+	t.Helper()
+	want := naiveOccurrences(m.patterns, text)
+	var got [][2]int
+	var pending [acLanes - 1][]acHit
+	m.scan(text, &pending, func(p, end int) {
+		if len(got) > 0 && end < got[len(got)-1][0] {
+			t.Fatalf("n=%d: end %d reported after %d", len(text), end, got[len(got)-1][0])
+		}
+		got = append(got, [2]int{end, p})
+	})
+	for _, p := range pending {
+		if len(p) != 0 {
+			t.Fatalf("n=%d: pending not emptied", len(text))
+		}
+	}
+	byEnd := func(a, b [2]int) int {
+		if c := cmp.Compare(a[0], b[0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a[1], b[1])
+	}
+	slices.SortFunc(got, byEnd)
+	slices.SortFunc(want, byEnd)
+	if !slices.Equal(got, want) {
+		t.Fatalf("n=%d: got %d occurrences, want %d", len(text), len(got), len(want))
+	}
+}
+
+// TestACScanMatchesNaive checks the lane walk against a plain search on
+// texts around the length where scan switches to lanes, with occurrences
+// straddling the lanes' bounds, for both table widths.
 func TestACScanMatchesNaive(t *testing.T) {
 	t.Parallel()
 	patterns := []string{"password", "pass", "ss", "token", "a", "confidential", "tlp:amber", "iban", "ban", "n° tva", "secret_key"}
-	m := newACMatcher(patterns)
-	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := "passwordTOKENtlp:amberIBANconfidential ss_key°n"
-	for _, n := range []int{0, 1, 7, 40, acLanes*(4*m.maxLen+256) - 1, acLanes * (4*m.maxLen + 256), acLanes*(4*m.maxLen+256) + 1, acLanes*(4*m.maxLen+256) + 3, 301, 1000, 1001, 4096, 9999} {
-		for round := 0; round < 20; round++ {
-			var b strings.Builder
-			for b.Len() < n {
-				if r.IntN(5) == 0 {
-					b.WriteString(patterns[r.IntN(len(patterns))])
-				} else {
-					b.WriteByte(alphabet[r.IntN(len(alphabet))])
+	for _, wide := range []bool{false, true} {
+		m := newACMatcherWidth(patterns, wide)
+		if (m.delta32 != nil) != wide || (m.delta16 != nil) == wide {
+			t.Fatalf("wide %v: delta16 %d entries, delta32 %d", wide, len(m.delta16), len(m.delta32))
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		alphabet := "passwordTOKENtlp:amberIBANconfidential ss_key°n"
+		for _, n := range []int{0, 1, 7, 40, acLanes*(4*m.maxLen+256) - 1, acLanes * (4*m.maxLen + 256), acLanes*(4*m.maxLen+256) + 1, acLanes*(4*m.maxLen+256) + 3, 301, 1000, 1001, 4096, 9999} {
+			for round := 0; round < 20; round++ {
+				var b strings.Builder
+				for b.Len() < n {
+					if r.IntN(5) == 0 {
+						b.WriteString(patterns[r.IntN(len(patterns))])
+					} else {
+						b.WriteByte(alphabet[r.IntN(len(alphabet))])
+					}
 				}
-			}
-			text := []byte(b.String()[:n])
-			want := naiveOccurrences(patterns, text)
-			var got [][2]int
-			var pending [acLanes - 1][]acHit
-			m.scan(text, &pending, func(p, end int) {
-				if len(got) > 0 && end < got[len(got)-1][0] {
-					t.Fatalf("n=%d: end %d reported after %d", n, end, got[len(got)-1][0])
-				}
-				got = append(got, [2]int{end, p})
-			})
-			for _, p := range pending {
-				if len(p) != 0 {
-					t.Fatalf("n=%d: pending not emptied", n)
-				}
-			}
-			byEnd := func(a, b [2]int) int {
-				if c := cmp.Compare(a[0], b[0]); c != 0 {
-					return c
-				}
-				return cmp.Compare(a[1], b[1])
-			}
-			slices.SortFunc(got, byEnd)
-			slices.SortFunc(want, byEnd)
-			if !slices.Equal(got, want) {
-				t.Fatalf("n=%d: got %d occurrences, want %d", n, len(got), len(want))
+				checkACScan(t, m, []byte(b.String()[:n]))
 			}
 		}
+	}
+}
+
+// TestACLargeAutomaton checks an automaton too big for 16-bit entries (as
+// many custom keywords make) takes 32-bit ones and finds what a plain
+// search does, and that the built-in keywords fit in 16.
+func TestACLargeAutomaton(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_-"
+	patterns := make([]string, 3000)
+	for i := range patterns {
+		b := make([]byte, 6+r.IntN(10))
+		for j := range b {
+			b[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		patterns[i] = string(b)
+	}
+	m := newACMatcher(patterns)
+	if m.delta32 == nil || m.delta16 != nil {
+		t.Fatalf("%d states × %d: want 32-bit entries", len(m.depth), m.half)
+	}
+	if len(m.depth)*int(m.half) <= 1<<16 {
+		t.Fatalf("%d states × %d fit in 16 bits: the test needs more patterns", len(m.depth), m.half)
+	}
+	for _, n := range []int{50, 5000, 40000} {
+		var b strings.Builder
+		for b.Len() < n {
+			if r.IntN(3) == 0 {
+				b.WriteString(patterns[r.IntN(len(patterns))])
+			} else {
+				b.WriteByte(alphabet[r.IntN(len(alphabet))])
+			}
+		}
+		checkACScan(t, m, []byte(b.String()[:n]))
+	}
+	s, err := New(Options{HashKey: []byte("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ac.delta16 == nil {
+		t.Fatalf("built-in keywords: %d states × %d do not fit in 16 bits", len(s.ac.depth), s.ac.half)
 	}
 }
 
@@ -89,16 +142,15 @@ func BenchmarkACScanDense1MB(b *testing.B) {
 	_ = fmt.Sprint(hits)
 }
 
-// TestACStateDivision checks state's reciprocal division against s/nclass
-// for every class count and the premultiplied values near each multiple
-// and near 2^31.
+// TestACStateDivision checks state's reciprocal division against e/half
+// for every half stride and the entries near each multiple and near 2^32.
 func TestACStateDivision(t *testing.T) {
 	t.Parallel()
-	for n := uint32(2); n <= 257; n++ {
-		m := &acMatcher{nclass: int(n), recip: ^uint64(0)/uint64(n) + 1}
-		check := func(s uint32) {
-			if got := m.state(s); got != s/n {
-				t.Fatalf("nclass %d: state(%d) = %d, want %d", n, s, got, s/n)
+	for n := uint32(2); n <= 129; n++ {
+		m := &acMatcher{half: n, recip: ^uint64(0)/uint64(n) + 1}
+		check := func(e uint32) {
+			if got := m.state(e); got != e/n {
+				t.Fatalf("half %d: state(%d) = %d, want %d", n, e, got, e/n)
 			}
 		}
 		for q := uint32(0); q < 5000; q++ {
@@ -107,8 +159,8 @@ func TestACStateDivision(t *testing.T) {
 			}
 			check(q*n + n - 1)
 		}
-		for s := uint32(outFlag - 1); s > outFlag-1-4*n; s-- {
-			check(s)
+		for e := ^uint32(0); e > ^uint32(0)-4*n; e-- {
+			check(e)
 		}
 	}
 }

@@ -195,19 +195,24 @@ func readAssignment(text []byte, start, end int) (r genericRead) {
 		return r
 	}
 	quotedOnly := false
+	// The operator, told by its first byte (the next one: 0 at the end).
+	var c1 byte
+	if i+1 < n {
+		c1 = text[i+1]
+	}
 	switch c := text[i]; {
-	case hasAt(text, i, "::="):
+	case c == ':' && c1 == ':' && i+2 < n && text[i+2] == '=':
 		i += 3
-	case hasAt(text, i, ":="), hasAt(text, i, "?="), hasAt(text, i, ".="), hasAt(text, i, "=>"):
+	case c == ':' && c1 == '=', c == '?' && c1 == '=', c == '.' && c1 == '=', c == '=' && c1 == '>':
 		i += 2
-	case hasAt(text, i, "->"):
+	case c == '-' && c1 == '>':
 		i += 2
 		quotedOnly = true
-	case c == '-' && i > ke && i+1 < n && text[i+1] == ' ':
+	case c == '-' && i > ke && c1 == ' ':
 		i++
 		quotedOnly = true
 	case c == ':':
-		if i+1 < n && text[i+1] == ':' {
+		if c1 == ':' {
 			return r
 		}
 		i++
@@ -265,12 +270,28 @@ func skipType(text []byte, i int) int {
 	default:
 		return 0 // no type name starts otherwise: prose is rejected at once
 	}
+	// The word up to the next blank, if it is no longer than the longest
+	// type name, is looked up.
+	j := i
+	for j < len(text) && j-i <= genericTypeMax && text[j] != ' ' && text[j] != '\t' {
+		j++
+	}
+	if j >= len(text) || j-i > genericTypeMax || !isGenericType(text[i:j]) {
+		return 0
+	}
+	return j
+}
+
+// genericTypeMax is the length of the longest genericTypes name.
+const genericTypeMax = len("NSString*")
+
+func isGenericType(w []byte) bool {
 	for _, t := range genericTypes {
-		if hasAt(text, i, t) && i+len(t) < len(text) && (text[i+len(t)] == ' ' || text[i+len(t)] == '\t') {
-			return i + len(t)
+		if string(w) == t {
+			return true
 		}
 	}
-	return 0
+	return false
 }
 
 // readValue reads the quoted or bare value at text[i]. A string prefix

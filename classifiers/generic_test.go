@@ -555,3 +555,37 @@ func FuzzMaskedValueSkip(f *testing.F) {
 		}
 	})
 }
+
+// TestSkipType checks the type names skipType reads between a key and '='
+// and the words it does not.
+func TestSkipType(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text string
+		i    int
+		want int
+	}{
+		{"string = v", 0, 6},
+		{"k String\t= v", 2, 8},
+		{"str = v", 0, 3},
+		{"&str = v", 0, 4},
+		{"NSString = v", 0, 8},
+		{"NSString* = v", 0, 9},
+		{"*string = v", 0, 7},
+		{"char* = v", 0, 5},
+		{"[]byte = v", 0, 6},
+		{"string", 0, 0},      // nothing after: no blank
+		{"strings = v", 0, 0}, // a longer word
+		{"stri = v", 0, 0},    // a shorter one
+		{"NSString** = v", 0, 0},
+		{"scheduler = v", 0, 0},
+		{"char = v", 0, 0},
+		{"the string = v", 0, 0}, // no type starts with 't'
+		{"x", 5, 0},
+	}
+	for _, c := range cases {
+		if got := skipType([]byte(c.text), c.i); got != c.want {
+			t.Errorf("skipType(%q, %d) = %d, want %d", c.text, c.i, got, c.want)
+		}
+	}
+}

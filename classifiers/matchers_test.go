@@ -271,3 +271,13 @@ func TestGateMasks(t *testing.T) {
 		}
 	}
 }
+
+// TestNumSepByte checks parse's separator table against isNumSep.
+func TestNumSepByte(t *testing.T) {
+	t.Parallel()
+	for b := range 256 {
+		if numSepByte[b] != isNumSep(byte(b)) {
+			t.Errorf("numSepByte[%#x] = %v, isNumSep %v", b, numSepByte[b], isNumSep(byte(b)))
+		}
+	}
+}

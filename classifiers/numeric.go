@@ -30,25 +30,30 @@ func isNumSep(b byte) bool { return b == ' ' || b == '-' || b == '.' || b == '('
 // offset just past it.
 func (c *numCand) parse(text []byte, i int) int {
 	c.groups, c.seps, c.sepLens = c.groups[:0], c.seps[:0], c.sepLens[:0]
+	c.cum = append(c.cum[:0], 0)
 	c.plus = false
 	c.start = i
-	if i > 0 && (text[i-1] == '+' || text[i-1] == '(') {
-		c.plus = text[i-1] == '+'
-		c.start = i - 1
+	if i > 0 {
+		if p := text[i-1]; p == '+' || p == '(' {
+			c.plus = p == '+'
+			c.start = i - 1
+		}
 	}
 	n := len(text)
-	j := i
+	j, digits := i, 0
 	for {
 		g := j
 		for j < n && isDigit(text[j]) {
 			j++
 		}
+		digits += j - g
 		c.groups = append(c.groups, span{g, j})
+		c.cum = append(c.cum, digits)
 		if len(c.groups) == maxGroups {
 			break
 		}
 		k := j
-		for k < n && k-j < 3 && isNumSep(text[k]) {
+		for k < n && k-j < 3 && numSepByte[text[k]] {
 			k++
 		}
 		if k == j || k >= n || !isDigit(text[k]) {
@@ -59,10 +64,6 @@ func (c *numCand) parse(text []byte, i int) int {
 		j = k
 	}
 	c.end = j
-	c.cum = append(c.cum[:0], 0)
-	for _, g := range c.groups {
-		c.cum = append(c.cum, c.cum[len(c.cum)-1]+g.hi-g.lo)
-	}
 	return j
 }
 
@@ -154,3 +155,6 @@ func (c *numCand) groupRanges(minD, maxD int, fn func(a, b int) bool) {
 		}
 	}
 }
+
+// numSepByte is isNumSep as a table, for parse.
+var numSepByte = [256]bool{' ': true, '-': true, '.': true, '(': true, ')': true}

@@ -191,7 +191,7 @@ func (s *Scanner) partialTables() *partialTables {
 
 // next returns the state after reading b in state (both unpremultiplied).
 func (m *acMatcher) next(state uint32, b byte) uint32 {
-	return m.state(m.delta[state*uint32(m.nclass)+uint32(m.class[b])] &^ outFlag)
+	return m.state(m.entry(2*state*m.half + uint32(m.class[b])))
 }
 
 func newPartialTables(s *Scanner) *partialTables {

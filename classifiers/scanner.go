@@ -392,21 +392,12 @@ func (p *posTracker) advance(buf []byte, base, to int) {
 	// Eight bytes at a time: the newlines of a word, and the rune starts
 	// (bytes other than 10xxxxxx) after its last newline. A last partial
 	// word is read whole when buf goes on, its bytes past end masked off.
-	for i < end && i+8 <= len(buf) {
-		x := binary.LittleEndian.Uint64(buf[i:])
-		keep := ^uint64(0)
-		if end-i < 8 {
-			keep = 1<<(8*(end-i)) - 1
-		}
-		starts := ^(x &^ (x << 1)) & hiBits & keep
-		if nl := zeroBytes(x^0x0a0a0a0a0a0a0a0a) & keep; nl != 0 {
-			line += bits.OnesCount64(nl)
-			last := (63 - bits.LeadingZeros64(nl)) >> 3 // byte index of the last newline
-			col = bits.OnesCount64(starts >> (8 * (last + 1)))
-		} else {
-			col += bits.OnesCount64(starts)
-		}
-		i += 8
+	for ; i+8 <= end; i += 8 {
+		line, col = advanceWord(binary.LittleEndian.Uint64(buf[i:]), ^uint64(0), line, col)
+	}
+	if i < end && i+8 <= len(buf) {
+		line, col = advanceWord(binary.LittleEndian.Uint64(buf[i:]), 1<<(8*(end-i))-1, line, col)
+		i = end
 	}
 	for ; i < end; i++ {
 		if c := buf[i]; c == '\n' {
@@ -417,6 +408,18 @@ func (p *posTracker) advance(buf []byte, base, to int) {
 		}
 	}
 	p.line, p.col, p.off = line, col, to
+}
+
+// advanceWord returns line and col after the bytes of x (little-endian)
+// whose bits are set in keep: their newlines, and the rune starts (bytes
+// other than 10xxxxxx) after the last of them.
+func advanceWord(x, keep uint64, line, col int) (int, int) {
+	starts := ^(x &^ (x << 1)) & hiBits & keep
+	if nl := zeroBytes(x^0x0a0a0a0a0a0a0a0a) & keep; nl != 0 {
+		last := (63 - bits.LeadingZeros64(nl)) >> 3 // byte index of the last newline
+		return line + bits.OnesCount64(nl), bits.OnesCount64(starts >> (8 * (last + 1)))
+	}
+	return line, col + bits.OnesCount64(starts)
 }
 
 // farGap is the distance from which advance counts the newlines first and
@@ -478,13 +481,13 @@ func zeroBytes(x uint64) uint64 {
 // buf goes on, its bytes past end masked off).
 func countNewlines(buf []byte, i, end int) int {
 	n := 0
-	for i < end && i+8 <= len(buf) {
+	for ; i+8 <= end; i += 8 {
+		n += bits.OnesCount64(zeroBytes(binary.LittleEndian.Uint64(buf[i:]) ^ 0x0a0a0a0a0a0a0a0a))
+	}
+	if i < end && i+8 <= len(buf) {
 		nl := zeroBytes(binary.LittleEndian.Uint64(buf[i:]) ^ 0x0a0a0a0a0a0a0a0a)
-		if end-i < 8 {
-			nl &= 1<<(8*(end-i)) - 1
-		}
-		n += bits.OnesCount64(nl)
-		i += 8
+		n += bits.OnesCount64(nl & (1<<(8*(end-i)) - 1))
+		i = end
 	}
 	for ; i < end; i++ {
 		if buf[i] == '\n' {
