@@ -57,16 +57,9 @@ truth), /debug/pages.`,
 				opts.Reuse = pagedcache.Reuse(strings.ToLower(reuse))
 			}
 			if flags.Changed("fault") {
-				opts.Faults = nil
-				for _, f := range faults {
-					if f == "none" {
-						continue
-					}
-					fault, err := pagedcache.ParseFault(f)
-					if err != nil {
-						return withCode(2, err)
-					}
-					opts.Faults = append(opts.Faults, fault)
+				var err error
+				if opts.Faults, err = parseFaults(faults); err != nil {
+					return withCode(2, err)
 				}
 			}
 			opts.Seed = seed
@@ -133,4 +126,22 @@ func faultList(fs []pagedcache.Fault) string {
 		s[i] = string(f)
 	}
 	return strings.Join(s, ",")
+}
+
+// parseFaults reads the --fault values of cache-server and demo: fault
+// names, or "none" for no fault. The result is never nil, so that it
+// replaces a preset's faults even when empty.
+func parseFaults(names []string) ([]pagedcache.Fault, error) {
+	out := []pagedcache.Fault{}
+	for _, f := range names {
+		if strings.EqualFold(f, "none") {
+			continue
+		}
+		fault, err := pagedcache.ParseFault(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fault)
+	}
+	return out, nil
 }

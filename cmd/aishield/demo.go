@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/aishield/aishield/cmd/aishield/internal/demo"
 	"github.com/aishield/aishield/pagedcache"
@@ -75,18 +74,11 @@ func runDemo(cmd *cobra.Command, out io.Writer, of *outputFlags, opts demo.Optio
 		}
 		opts.Server = pagedcache.Options{CapacityTokens: capacity, ContextLen: context, PageSize: pageSize}
 	}
-	for _, f := range faults {
-		if opts.Faults == nil {
-			opts.Faults = []pagedcache.Fault{}
-		}
-		if strings.EqualFold(f, "none") {
-			continue
-		}
-		pf, err := pagedcache.ParseFault(f)
-		if err != nil {
+	if len(faults) > 0 {
+		var err error
+		if opts.Faults, err = parseFaults(faults); err != nil {
 			return withCode(2, err)
 		}
-		opts.Faults = append(opts.Faults, pf)
 	}
 	opts.Runs = runs
 	if of.format == "text" {

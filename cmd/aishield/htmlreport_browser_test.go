@@ -191,6 +191,21 @@ func noValue(t *testing.T, v *pageView, source []byte) {
 	}
 }
 
+// viewShowsCounts checks that a scan page opened in the browser shows the
+// counts of the JSON report js of the same run (with --destination).
+func viewShowsCounts(t *testing.T, v *pageView, js []byte) {
+	t.Helper()
+	ids, dets := wantScanCounts(t, js, true)
+	for id, want := range ids {
+		if got, ok := v.Counts[id]; !ok || got != want {
+			t.Errorf("#%s shows %d (present %v), the JSON %d", id, got, ok, want)
+		}
+	}
+	if fmt.Sprint(v.Detectors) != fmt.Sprint(dets) {
+		t.Errorf("detectors shown %v, the JSON %v", v.Detectors, dets)
+	}
+}
+
 // TestHTMLReportsInChromium opens the scan, scan git and audit pages in headless
 // Chromium at a phone's width: they load without console errors or
 // requests, fit 375 px, show the JSON reports' counts, and no raw value;
@@ -210,15 +225,7 @@ func TestHTMLReportsInChromium(t *testing.T) {
 		fixture := scanFixture(t)
 		js, page := runScanFormats(t, fixture, "--destination", "openai", "--allow-unscanned")
 		v := b.view(t, write("scan.html", page))
-		ids, dets := wantScanCounts(t, js, true)
-		for id, want := range ids {
-			if got, ok := v.Counts[id]; !ok || got != want {
-				t.Errorf("#%s shows %d (present %v), the JSON %d", id, got, ok, want)
-			}
-		}
-		if fmt.Sprint(v.Detectors) != fmt.Sprint(dets) {
-			t.Errorf("detectors shown %v, the JSON %v", v.Detectors, dets)
-		}
+		viewShowsCounts(t, v, js)
 		if !strings.Contains(v.Text, hostile+".txt") {
 			t.Errorf("the path holding markup is not shown as text")
 		}
@@ -230,15 +237,7 @@ func TestHTMLReportsInChromium(t *testing.T) {
 		r := buildHistory(t)
 		js, page := runScanGitFormats(t, 1, "--destination", "openai", "--allow-unscanned", r.dir)
 		v := b.view(t, write("scan-git.html", page))
-		ids, dets := wantScanCounts(t, js, true)
-		for id, want := range ids {
-			if got, ok := v.Counts[id]; !ok || got != want {
-				t.Errorf("#%s shows %d (present %v), the JSON %d", id, got, ok, want)
-			}
-		}
-		if fmt.Sprint(v.Detectors) != fmt.Sprint(dets) {
-			t.Errorf("detectors shown %v, the JSON %v", v.Detectors, dets)
-		}
+		viewShowsCounts(t, v, js)
 		if want := "commit " + shortHash(r.commits["c2"]) + " · " + bobAuthor; !strings.Contains(v.Text, want) {
 			t.Errorf("the page does not show %q", want)
 		}

@@ -54,16 +54,7 @@ func TestHTMLScanGitPage(t *testing.T) {
 			if ids["findings"] == 0 {
 				t.Fatalf("the history gives no finding: %v", ids)
 			}
-			for id, want := range ids {
-				if got, ok := dataCount(page, id); !ok || got != want {
-					t.Errorf("#%s shows %d (found %v), the JSON %d", id, got, ok, want)
-				}
-			}
-			for det, want := range dets {
-				if !bytes.Contains(page, fmt.Appendf(nil, `data-detector="%s" data-count="%d"`, det, want)) {
-					t.Errorf("detector %s: the page does not show %d", det, want)
-				}
-			}
+			pageShowsCounts(t, page, ids, dets)
 			if !bytes.Contains(page, []byte("<h1>aishield scan git report</h1>")) || !bytes.Contains(page, []byte("file diffs scanned")) {
 				t.Error("the page does not say it reports file diffs of scan git")
 			}

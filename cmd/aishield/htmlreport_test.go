@@ -249,6 +249,25 @@ func dataCount(page []byte, id string) (int, bool) {
 	return n, true
 }
 
+// pageShowsCounts checks that a scan page shows the counts of ids and
+// dets (wantScanCounts) and no other detector.
+func pageShowsCounts(t *testing.T, page []byte, ids, dets map[string]int) {
+	t.Helper()
+	for id, want := range ids {
+		if got, ok := dataCount(page, id); !ok || got != want {
+			t.Errorf("#%s shows %d (found %v), the JSON %d", id, got, ok, want)
+		}
+	}
+	for det, want := range dets {
+		if !bytes.Contains(page, fmt.Appendf(nil, `data-detector="%s" data-count="%d"`, det, want)) {
+			t.Errorf("detector %s: the page does not show %d", det, want)
+		}
+	}
+	if n := bytes.Count(page, []byte(`data-detector=`)); n != len(dets) {
+		t.Errorf("%d detectors shown, the JSON has %d", n, len(dets))
+	}
+}
+
 // TestHTMLScanPageCounts: the page's counts are the JSON report's, with
 // and without --destination; no value is in it.
 func TestHTMLScanPageCounts(t *testing.T) {
@@ -265,19 +284,7 @@ func TestHTMLScanPageCounts(t *testing.T) {
 					t.Fatalf("the fixture should give blocked and allowed files: %v", ids)
 				}
 			}
-			for id, want := range ids {
-				if got, ok := dataCount(page, id); !ok || got != want {
-					t.Errorf("#%s shows %d (found %v), the JSON %d", id, got, ok, want)
-				}
-			}
-			for det, want := range dets {
-				if !bytes.Contains(page, fmt.Appendf(nil, `data-detector="%s" data-count="%d"`, det, want)) {
-					t.Errorf("detector %s: the page does not show %d", det, want)
-				}
-			}
-			if n := bytes.Count(page, []byte(`data-detector=`)); n != len(dets) {
-				t.Errorf("%d detectors shown, the JSON has %d", n, len(dets))
-			}
+			pageShowsCounts(t, page, ids, dets)
 			for _, v := range reportTrailValues {
 				if bytes.Contains(page, []byte(v)) {
 					t.Fatal("a raw value is in the page")
