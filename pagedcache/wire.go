@@ -156,6 +156,12 @@ func decodeStrict(body []byte, v any) error {
 		}
 		return nil
 	}
+	return decodeStream(body, v)
+}
+
+// decodeStream decodes body into v with a json.Decoder, which reports a
+// value's errors as the API does, and refuses data after the value.
+func decodeStream(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
 		return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}

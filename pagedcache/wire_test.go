@@ -1,7 +1,6 @@
 package pagedcache
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,16 +184,7 @@ func FuzzTokenizeMatchesLibrary(f *testing.F) {
 
 // decodeRef is decodeStrict through the Decoder alone, the reference of
 // its fast path.
-func decodeRef(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return &requestError{msg: "could not parse the JSON body: " + jsonErrorText(err)}
-	}
-	if dec.More() {
-		return &requestError{msg: "could not parse the JSON body: trailing data after the object"}
-	}
-	return nil
-}
+func decodeRef(body []byte, v any) error { return decodeStream(body, v) }
 
 // checkDecode fails t unless decodeStrict and decodeRef agree on body, in
 // their error and in what they decoded.

@@ -208,11 +208,19 @@ type shortSlot struct {
 	rank uint32
 }
 
-func newShortTable(n int) shortTable {
+// tableBits is log2 of the slots of an open-addressing table for n keys:
+// the smallest power of two above n*4/3, so that it stays at most three
+// quarters full.
+func tableBits(n int) uint {
 	bits := uint(1)
 	for 1<<bits < n*4/3+1 {
 		bits++
 	}
+	return bits
+}
+
+func newShortTable(n int) shortTable {
+	bits := tableBits(n)
 	return shortTable{slots: make([]shortSlot, 1<<bits), shift: 64 - bits}
 }
 
@@ -252,10 +260,7 @@ type midSlot struct {
 }
 
 func newMidTable(n int) midTable {
-	bits := uint(1)
-	for 1<<bits < n*4/3+1 {
-		bits++
-	}
+	bits := tableBits(n)
 	return midTable{slots: make([]midSlot, 1<<bits), shift: 64 - bits}
 }
 
