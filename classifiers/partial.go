@@ -72,6 +72,10 @@ type PartialOptions struct {
 	// the text (a canary it may be reading): findings that reach into it
 	// are not final either. 0 means none.
 	Hold int
+	// Scratch, when not nil, is reused by ScanPartialFrom instead of
+	// allocating its working memory anew (a stream scanned piece after
+	// piece passes the same one).
+	Scratch *PartialScratch
 }
 
 // ScanPartial scans text, the part received so far of a longer text (a
@@ -133,10 +137,16 @@ func (s *Scanner) settleView(text []byte, part *partialScan, opts PartialOptions
 	if opts.Hold > 0 {
 		at = min(at, max(0, len(text)-opts.Hold))
 	}
-	spans := make([]rawSpan, len(part.spans))
-	for i, r := range part.spans {
+	var spans []rawSpan
+	if opts.Scratch != nil {
+		spans = opts.Scratch.spans[:0]
+	}
+	for _, r := range part.spans {
 		a, b, _ := v.spanUp(r.start, r.end)
-		spans[i] = rawSpan{a, b, r.who}
+		spans = append(spans, rawSpan{a, b, r.who})
+	}
+	if opts.Scratch != nil {
+		opts.Scratch.spans = spans
 	}
 	for changed := true; changed; {
 		changed = false

@@ -109,6 +109,9 @@ type scratch struct {
 	userGrams hashSet
 	qrec      []uint64
 	irec      []uint64
+
+	// partial is the scanner's working memory for the scans of a stream.
+	partial classifiers.PartialScratch
 }
 
 // maxPooledSlots bounds the hash tables kept for reuse (a huge request's
@@ -597,7 +600,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			// Findings that reach into a canary the text may end inside
 			// of are not decided either (they may overlap it).
 			var at int
-			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
+			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled, Scratch: &s.partial})
 			settled = min(settled, at)
 		}
 		if err != nil {
