@@ -168,8 +168,7 @@ type Winnower struct {
 	in      int    // input bytes consumed so far
 	pend    [utf8.UTFMax]byte
 	npend   int
-	hr      []uint64 // last k-gram hashes, by k-gram index & hmask
-	hmask   int
+	hr      []uint64 // last k-gram hashes, by k-gram index & mask (as long as ring)
 	minIdx  int    // k-gram index of the current window's rightmost minimum
 	minH    uint64 // its hash
 	last    int    // k-gram index of the last selected fingerprint, -1 none
@@ -195,12 +194,7 @@ func NewWinnower(opts Options) *Winnower {
 	w.mask = size - 1
 	w.ring = make([]byte, size)
 	w.offs = make([]int, size)
-	size = 1
-	for size < w.w {
-		size <<= 1
-	}
-	w.hmask = size - 1
-	w.hr = make([]uint64, size)
+	w.hr = make([]uint64, size) // one mask for both rings
 	w.Reset()
 	return w
 }
@@ -277,17 +271,22 @@ func (w *Winnower) Frontier() int {
 func (w *Winnower) feed(p []byte) {
 	tab := w.tab
 	ring, offs, hr := w.ring, w.offs, w.hr
-	mask, hmask := w.mask, w.hmask
+	mask := w.mask
 	k, win := w.k, w.w
 	pow, seed := w.pow, w.seed
 	gram := w.gram
-	h, n, in, space := w.h, w.n, w.in, w.space
+	h, n, space := w.h, w.n, w.space
 	minIdx, minH := w.minIdx, w.minH
+	// p[i] is at input offset off0+i: every byte of p is consumed in
+	// order (the slow path moves i past a rune's bytes).
+	off0 := w.in
+	// The mask indexes within the rings (NewWinnower sizes them so): said
+	// once here, the loop's indexing needs no bounds checks.
+	_, _, _ = ring[mask], offs[mask], hr[mask]
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		nc := tab[c]
 		if nc == clsSpace {
-			in++
 			if space {
 				continue
 			}
@@ -295,11 +294,11 @@ func (w *Winnower) feed(p []byte) {
 			nc = ' '
 		} else if nc == clsRune {
 			// Slow path: sync the state, decode, resync.
+			in := off0 + i
 			w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
 			if c == 0 {
 				w.push(0, in)
 				w.space = false
-				w.in++
 			} else {
 				if !utf8.FullRune(p[i:]) {
 					w.npend = copy(w.pend[:], p[i:])
@@ -314,18 +313,16 @@ func (w *Winnower) feed(p []byte) {
 				} else {
 					w.rune(r, in)
 				}
-				w.in += size
 				i += size - 1
 			}
-			h, n, in, space, minIdx, minH = w.h, w.n, w.in, w.space, w.minIdx, w.minH
+			h, n, space, minIdx, minH = w.h, w.n, w.space, w.minIdx, w.minH
 			continue
 		} else {
-			in++
 			space = false
 		}
-		// push nc at input offset in-1.
+		// push nc at input offset off0+i.
 		ring[n&mask] = nc
-		offs[n&mask] = in - 1
+		offs[n&mask] = off0 + i
 		h = h*base + uint64(nc) + 1
 		if n >= k {
 			h -= (uint64(ring[(n-k)&mask]) + 1) * pow
@@ -337,7 +334,7 @@ func (w *Winnower) feed(p []byte) {
 		idx := n - k
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
-		hr[idx&hmask] = x
+		hr[idx&mask] = x
 		if gram != nil {
 			gram(x)
 		}
@@ -345,7 +342,7 @@ func (w *Winnower) feed(p []byte) {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
 		}
 	}
-	w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
+	w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, off0+len(p), space, minIdx, minH
 }
 
 func (w *Winnower) rune(r rune, off int) {
@@ -399,7 +396,7 @@ func (w *Winnower) push(c byte, off int) {
 	idx := w.n - w.k
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
-	w.hr[idx&w.hmask] = x
+	w.hr[idx&w.mask] = x
 	if w.gram != nil {
 		w.gram(x)
 	}
@@ -420,8 +417,10 @@ func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
 		// The minimum left the window: find the rightmost minimum of the
 		// window, scanning leftwards and keeping only strictly smaller.
 		minIdx, minH = idx, x
+		hr, mask := w.hr, w.mask
+		_ = hr[mask]
 		for j := idx - 1; j > idx-w.w; j-- {
-			if v := w.hr[j&w.hmask]; v < minH {
+			if v := hr[j&mask]; v < minH {
 				minIdx, minH = j, v
 			}
 		}
