@@ -169,9 +169,9 @@ type Winnower struct {
 	pend    [utf8.UTFMax]byte
 	npend   int
 	hr      []uint64 // last k-gram hashes, by k-gram index & mask (as long as ring)
-	minIdx  int    // k-gram index of the current window's rightmost minimum
-	minH    uint64 // its hash
-	last    int    // k-gram index of the last selected fingerprint, -1 none
+	minIdx  int      // k-gram index of the current window's rightmost minimum
+	minH    uint64   // its hash
+	last    int      // k-gram index of the last selected fingerprint, -1 none
 	out     []Fingerprint
 	each    func(hash uint64) // KGrams: called for each selection instead of out
 	gram    func(hash uint64) // HashesAndGrams: called for every k-gram
