@@ -338,7 +338,12 @@ func (s *Scanner) settle(text []byte, part *partialScan, opts PartialOptions) in
 	// An Ethereum address without checksum needs context too: "0x" and
 	// 40 hex digits, ending at or after ctxLo.
 	for j := max(floor, ctxLo-42); j+1 < n; j++ {
-		if text[j] == '0' && (text[j+1]|0x20) == 'x' && allHex(text[j+2:min(n, j+42)]) {
+		k := bytes.IndexByte(text[j:n-1], '0')
+		if k < 0 {
+			break
+		}
+		j += k
+		if (text[j+1]|0x20) == 'x' && allHex(text[j+2:min(n, j+42)]) {
 			hold(j)
 			break
 		}
