@@ -174,8 +174,9 @@ type Winnower struct {
 	last    int      // k-gram index of the last selected fingerprint, -1 none
 	out     []Fingerprint
 	each    func(hash uint64) // KGrams: called for each selection instead of out
-	gram    func(hash uint64) // HashesAndGrams: called for every k-gram
-	hashes  []uint64          // HashesOf: selections appended here instead of out, when collect
+	grams   []uint64          // HashesAndGrams: every k-gram's hash appended here, when keep
+	keep    bool
+	hashes  []uint64 // HashesOf: selections appended here instead of out, when collect
 	collect bool
 }
 
@@ -274,7 +275,7 @@ func (w *Winnower) feed(p []byte) {
 	mask := w.mask
 	k, win := w.k, w.w
 	pow, seed := w.pow, w.seed
-	gram := w.gram
+	keep := w.keep
 	h, n, space := w.h, w.n, w.space
 	minIdx, minH := w.minIdx, w.minH
 	// p[i] is at input offset off0+i: every byte of p is consumed in
@@ -335,8 +336,8 @@ func (w *Winnower) feed(p []byte) {
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
 		hr[idx&mask] = x
-		if gram != nil {
-			gram(x)
+		if keep {
+			w.grams = append(w.grams, x)
 		}
 		if x <= minH || minIdx <= idx-win || idx == win-1 {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
@@ -397,8 +398,8 @@ func (w *Winnower) push(c byte, off int) {
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
 	w.hr[idx&w.mask] = x
-	if w.gram != nil {
-		w.gram(x)
+	if w.keep {
+		w.grams = append(w.grams, x)
 	}
 	if x <= w.minH || w.minIdx <= idx-w.w || idx == w.w-1 {
 		w.minIdx, w.minH = w.slide(x, idx, w.minIdx, w.minH)
@@ -471,23 +472,25 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 // hashes of a large text holds 8 bytes per fingerprint instead of 24, and
 // nothing twice. It resets w before and after.
 func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
-	return w.HashesAndGrams(dst, text, nil)
+	dst, _ = w.HashesAndGrams(dst, nil, text, false)
+	return dst
 }
 
 // HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
 // to dst the hashes of the fingerprints of text, in order of position
-// (duplicates kept), and calls gram with the hash of every k-gram of text,
-// in order (nil: none). Each k-gram is hashed once for both: a request
-// whose k-gram set and fingerprints are both needed is read once. It
-// resets w before and after.
-func (w *Winnower) HashesAndGrams(dst []uint64, text []byte, gram func(hash uint64)) []uint64 {
+// (duplicates kept), and, with keep, to grams the hash of every k-gram of
+// text, in order. Each k-gram is hashed once for both: a request whose
+// k-gram set and fingerprints are both needed is read once, and its
+// k-grams come as one slice (no call per k-gram). It resets w before and
+// after.
+func (w *Winnower) HashesAndGrams(dst, grams []uint64, text []byte, keep bool) ([]uint64, []uint64) {
 	w.Reset()
-	w.hashes, w.collect, w.gram = dst, true, gram
+	w.hashes, w.collect, w.grams, w.keep = dst, true, grams, keep
 	_, _ = w.Write(text)
-	dst = w.hashes
-	w.hashes, w.collect, w.gram = nil, false, nil
+	dst, grams = w.hashes, w.grams
+	w.hashes, w.collect, w.grams, w.keep = nil, false, nil, false
 	w.Reset()
-	return dst
+	return dst, grams
 }
 
 // Density returns how many fingerprints a text of n bytes is expected to
