@@ -64,6 +64,7 @@ type scanState struct {
 	custHits [][]span
 	custCtx  [][]int
 	hits     []detHit
+	num      numCand // anchors' numeric candidate, its slices reused
 	// genericLo, genericTo: the last value genericHit read; keyword hits
 	// inside it are not keys.
 	genericLo, genericTo int
@@ -471,7 +472,7 @@ func (s *Scanner) putState(st *scanState) {
 func (st *scanState) anchors() {
 	text := st.text
 	n := len(text)
-	var c numCand
+	c := &st.num
 	names := st.s.names != nil
 	for i := 0; i < n; {
 		// Eight bytes at a time to the next byte that may be an anchor
@@ -504,12 +505,12 @@ func (st *scanState) anchors() {
 			if g := st.s.gates; g != nil {
 				for m := g.runs(sh); m != 0; m &= m - 1 {
 					d := st.s.numeric[bits.TrailingZeros64(m)]
-					d.numeric(st, d, &c)
+					d.numeric(st, d, c)
 				}
 			} else {
 				for _, d := range st.s.numeric {
 					if !sh.skips(d) {
-						d.numeric(st, d, &c)
+						d.numeric(st, d, c)
 					}
 				}
 			}

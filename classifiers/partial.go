@@ -72,6 +72,10 @@ type PartialOptions struct {
 	// the text (a canary it may be reading): findings that reach into it
 	// are not final either. 0 means none.
 	Hold int
+	// Scratch, when not nil, is reused by ScanPartialFrom instead of
+	// allocating its working memory anew (a stream scanned piece after
+	// piece passes the same one).
+	Scratch *PartialScratch
 }
 
 // ScanPartial scans text, the part received so far of a longer text (a
@@ -133,10 +137,16 @@ func (s *Scanner) settleView(text []byte, part *partialScan, opts PartialOptions
 	if opts.Hold > 0 {
 		at = min(at, max(0, len(text)-opts.Hold))
 	}
-	spans := make([]rawSpan, len(part.spans))
-	for i, r := range part.spans {
+	var spans []rawSpan
+	if opts.Scratch != nil {
+		spans = opts.Scratch.spans[:0]
+	}
+	for _, r := range part.spans {
 		a, b, _ := v.spanUp(r.start, r.end)
-		spans[i] = rawSpan{a, b, r.who}
+		spans = append(spans, rawSpan{a, b, r.who})
+	}
+	if opts.Scratch != nil {
+		opts.Scratch.spans = spans
 	}
 	for changed := true; changed; {
 		changed = false
@@ -328,7 +338,12 @@ func (s *Scanner) settle(text []byte, part *partialScan, opts PartialOptions) in
 	// An Ethereum address without checksum needs context too: "0x" and
 	// 40 hex digits, ending at or after ctxLo.
 	for j := max(floor, ctxLo-42); j+1 < n; j++ {
-		if text[j] == '0' && (text[j+1]|0x20) == 'x' && allHex(text[j+2:min(n, j+42)]) {
+		k := bytes.IndexByte(text[j:n-1], '0')
+		if k < 0 {
+			break
+		}
+		j += k
+		if (text[j+1]|0x20) == 'x' && allHex(text[j+2:min(n, j+42)]) {
 			hold(j)
 			break
 		}

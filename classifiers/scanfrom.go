@@ -33,9 +33,31 @@ func (s *Scanner) ScanPartialFrom(ctx context.Context, text []byte, from int, op
 		fs, settled, err = s.ScanPartial(ctx, text, opts)
 		return findingsFrom(fs, from), settled, err
 	}
-	var part partialScan
-	fs, err = s.scanChunkRaw(ctx, text, from, len(text), newPosTracker(), 0, &part)
-	return sortFindings(fs), s.settleView(text, &part, opts), err
+	part := opts.Scratch.partial()
+	fs, err = s.scanChunkRaw(ctx, text, from, len(text), newPosTracker(), 0, part)
+	settled = s.settleView(text, part, opts)
+	part.view = nil // the view's text is not kept for the next call
+	return sortFindings(fs), settled, err
+}
+
+// PartialScratch is working memory that the scans of one caller reuse
+// (PartialOptions.Scratch): the candidates a partial scan records for its
+// settled point. It holds nothing from one call to the next and is not
+// safe for concurrent use.
+type PartialScratch struct {
+	part  partialScan
+	spans []rawSpan // settleView's spans mapped to the text
+}
+
+// partial returns the recorded state of a partial scan, emptied: the
+// scratch's own, or a new one when sc is nil.
+func (sc *PartialScratch) partial() *partialScan {
+	if sc == nil {
+		return new(partialScan)
+	}
+	p := &sc.part
+	p.spans, p.hits, p.view = p.spans[:0], p.hits[:0], nil
+	return p
 }
 
 // findingsFrom returns the findings of fs (sorted by Start) that start at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +63,52 @@ func TestScanFrom(t *testing.T) {
 							t.Errorf("%s/%s[:%d] ScanPartialFrom %d %+v:\n want %s\n got  %s", sname, tname, cut, at, o, want, got)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestScanPartialFromScratch: a PartialScratch reused by the scans of a
+// stream (PartialOptions.Scratch) changes nothing: on every scanner and
+// text of the partial-scan tests, read as a stream scans it (a region from
+// MaxHold bytes before the decided point to the end received, every 29
+// bytes), the findings and settled offset with one scratch for all the
+// scans are those of a scan without one; texts a normalised view reads
+// (full-width digits, zero-width spaces) go through settleView's mapping.
+func TestScanPartialFromScratch(t *testing.T) {
+	ctx := context.Background()
+	texts := partialTexts()
+	texts["view"] = "Write to jeanne\u200b.roux@acme-mail.fr or call \uff10\uff16 12 34 56 78, " +
+		"card 4916\u00a03385\u00a00608\u00a02832, Dr Oliver Renaud. " + strings.Repeat("and so on, ", 20)
+	for sname, s := range partialScanners(t) {
+		for tname, text := range texts {
+			var sc PartialScratch
+			decided := 0
+			for end := 29; ; end += 29 {
+				end = min(end, len(text))
+				lo := max(0, decided-256)
+				region := []byte(text[lo:end])
+				from := decided - lo
+				o := PartialOptions{MaxHold: 256, Hold: 3}
+				want, wsettled, err := s.ScanPartialFrom(ctx, region, from, o)
+				if skip(t, err) {
+					break
+				}
+				o.Scratch = &sc
+				got, settled, err := s.ScanPartialFrom(ctx, region, from, o)
+				if skip(t, err) {
+					break
+				}
+				if settled != wsettled {
+					t.Fatalf("%s/%s[%d:%d]: settled %d with the scratch, %d without", sname, tname, lo, end, settled, wsettled)
+				}
+				if w, g := positioned(want, 0), positioned(got, 0); w != g {
+					t.Fatalf("%s/%s[%d:%d]:\n without %s\n with    %s", sname, tname, lo, end, w, g)
+				}
+				decided = max(decided, lo+settled)
+				if end == len(text) {
+					break
 				}
 			}
 		}

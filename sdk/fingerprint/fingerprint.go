@@ -168,15 +168,15 @@ type Winnower struct {
 	in      int    // input bytes consumed so far
 	pend    [utf8.UTFMax]byte
 	npend   int
-	hr      []uint64 // last k-gram hashes, by k-gram index & hmask
-	hmask   int
-	minIdx  int    // k-gram index of the current window's rightmost minimum
-	minH    uint64 // its hash
-	last    int    // k-gram index of the last selected fingerprint, -1 none
+	hr      []uint64 // last k-gram hashes, by k-gram index & mask (as long as ring)
+	minIdx  int      // k-gram index of the current window's rightmost minimum
+	minH    uint64   // its hash
+	last    int      // k-gram index of the last selected fingerprint, -1 none
 	out     []Fingerprint
 	each    func(hash uint64) // KGrams: called for each selection instead of out
-	gram    func(hash uint64) // HashesAndGrams: called for every k-gram
-	hashes  []uint64          // HashesOf: selections appended here instead of out, when collect
+	grams   []uint64          // HashesAndGrams: every k-gram's hash appended here, when keep
+	keep    bool
+	hashes  []uint64 // HashesOf: selections appended here instead of out, when collect
 	collect bool
 }
 
@@ -195,12 +195,7 @@ func NewWinnower(opts Options) *Winnower {
 	w.mask = size - 1
 	w.ring = make([]byte, size)
 	w.offs = make([]int, size)
-	size = 1
-	for size < w.w {
-		size <<= 1
-	}
-	w.hmask = size - 1
-	w.hr = make([]uint64, size)
+	w.hr = make([]uint64, size) // one mask for both rings
 	w.Reset()
 	return w
 }
@@ -277,17 +272,22 @@ func (w *Winnower) Frontier() int {
 func (w *Winnower) feed(p []byte) {
 	tab := w.tab
 	ring, offs, hr := w.ring, w.offs, w.hr
-	mask, hmask := w.mask, w.hmask
+	mask := w.mask
 	k, win := w.k, w.w
 	pow, seed := w.pow, w.seed
-	gram := w.gram
-	h, n, in, space := w.h, w.n, w.in, w.space
+	keep := w.keep
+	h, n, space := w.h, w.n, w.space
 	minIdx, minH := w.minIdx, w.minH
+	// p[i] is at input offset off0+i: every byte of p is consumed in
+	// order (the slow path moves i past a rune's bytes).
+	off0 := w.in
+	// The mask indexes within the rings (NewWinnower sizes them so): said
+	// once here, the loop's indexing needs no bounds checks.
+	_, _, _ = ring[mask], offs[mask], hr[mask]
 	for i := 0; i < len(p); i++ {
 		c := p[i]
 		nc := tab[c]
 		if nc == clsSpace {
-			in++
 			if space {
 				continue
 			}
@@ -295,11 +295,11 @@ func (w *Winnower) feed(p []byte) {
 			nc = ' '
 		} else if nc == clsRune {
 			// Slow path: sync the state, decode, resync.
+			in := off0 + i
 			w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
 			if c == 0 {
 				w.push(0, in)
 				w.space = false
-				w.in++
 			} else {
 				if !utf8.FullRune(p[i:]) {
 					w.npend = copy(w.pend[:], p[i:])
@@ -314,18 +314,16 @@ func (w *Winnower) feed(p []byte) {
 				} else {
 					w.rune(r, in)
 				}
-				w.in += size
 				i += size - 1
 			}
-			h, n, in, space, minIdx, minH = w.h, w.n, w.in, w.space, w.minIdx, w.minH
+			h, n, space, minIdx, minH = w.h, w.n, w.space, w.minIdx, w.minH
 			continue
 		} else {
-			in++
 			space = false
 		}
-		// push nc at input offset in-1.
+		// push nc at input offset off0+i.
 		ring[n&mask] = nc
-		offs[n&mask] = in - 1
+		offs[n&mask] = off0 + i
 		h = h*base + uint64(nc) + 1
 		if n >= k {
 			h -= (uint64(ring[(n-k)&mask]) + 1) * pow
@@ -337,15 +335,15 @@ func (w *Winnower) feed(p []byte) {
 		idx := n - k
 		x := (h ^ seed) * 0x9e3779b97f4a7c15
 		x ^= x >> 32
-		hr[idx&hmask] = x
-		if gram != nil {
-			gram(x)
+		hr[idx&mask] = x
+		if keep {
+			w.grams = append(w.grams, x)
 		}
 		if x <= minH || minIdx <= idx-win || idx == win-1 {
 			minIdx, minH = w.slide(x, idx, minIdx, minH)
 		}
 	}
-	w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, in, space, minIdx, minH
+	w.h, w.n, w.in, w.space, w.minIdx, w.minH = h, n, off0+len(p), space, minIdx, minH
 }
 
 func (w *Winnower) rune(r rune, off int) {
@@ -399,9 +397,9 @@ func (w *Winnower) push(c byte, off int) {
 	idx := w.n - w.k
 	x := (h ^ w.seed) * 0x9e3779b97f4a7c15
 	x ^= x >> 32
-	w.hr[idx&w.hmask] = x
-	if w.gram != nil {
-		w.gram(x)
+	w.hr[idx&w.mask] = x
+	if w.keep {
+		w.grams = append(w.grams, x)
 	}
 	if x <= w.minH || w.minIdx <= idx-w.w || idx == w.w-1 {
 		w.minIdx, w.minH = w.slide(x, idx, w.minIdx, w.minH)
@@ -420,8 +418,10 @@ func (w *Winnower) slide(x uint64, idx, minIdx int, minH uint64) (int, uint64) {
 		// The minimum left the window: find the rightmost minimum of the
 		// window, scanning leftwards and keeping only strictly smaller.
 		minIdx, minH = idx, x
+		hr, mask := w.hr, w.mask
+		_ = hr[mask]
 		for j := idx - 1; j > idx-w.w; j-- {
-			if v := w.hr[j&w.hmask]; v < minH {
+			if v := hr[j&mask]; v < minH {
 				minIdx, minH = j, v
 			}
 		}
@@ -472,23 +472,25 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 // hashes of a large text holds 8 bytes per fingerprint instead of 24, and
 // nothing twice. It resets w before and after.
 func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
-	return w.HashesAndGrams(dst, text, nil)
+	dst, _ = w.HashesAndGrams(dst, nil, text, false)
+	return dst
 }
 
 // HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
 // to dst the hashes of the fingerprints of text, in order of position
-// (duplicates kept), and calls gram with the hash of every k-gram of text,
-// in order (nil: none). Each k-gram is hashed once for both: a request
-// whose k-gram set and fingerprints are both needed is read once. It
-// resets w before and after.
-func (w *Winnower) HashesAndGrams(dst []uint64, text []byte, gram func(hash uint64)) []uint64 {
+// (duplicates kept), and, with keep, to grams the hash of every k-gram of
+// text, in order. Each k-gram is hashed once for both: a request whose
+// k-gram set and fingerprints are both needed is read once, and its
+// k-grams come as one slice (no call per k-gram). It resets w before and
+// after.
+func (w *Winnower) HashesAndGrams(dst, grams []uint64, text []byte, keep bool) ([]uint64, []uint64) {
 	w.Reset()
-	w.hashes, w.collect, w.gram = dst, true, gram
+	w.hashes, w.collect, w.grams, w.keep = dst, true, grams, keep
 	_, _ = w.Write(text)
-	dst = w.hashes
-	w.hashes, w.collect, w.gram = nil, false, nil
+	dst, grams = w.hashes, w.grams
+	w.hashes, w.collect, w.grams, w.keep = nil, false, nil, false
 	w.Reset()
-	return dst
+	return dst, grams
 }
 
 // Density returns how many fingerprints a text of n bytes is expected to

@@ -89,13 +89,15 @@ func TestHashesAndGrams(t *testing.T) {
 			want := w.HashesOf(nil, []byte(text))
 			var wantGrams []uint64
 			KGrams([]byte(text), opts, func(h uint64) { wantGrams = append(wantGrams, h) })
-			var grams []uint64
-			got := w.HashesAndGrams([]uint64{42}, []byte(text), func(h uint64) { grams = append(grams, h) })
+			got, grams := w.HashesAndGrams([]uint64{42}, []uint64{7}, []byte(text), true)
 			if len(got) == 0 || got[0] != 42 || !slices.Equal(got[1:], want) {
 				t.Errorf("opts %+v text %d: %d hashes, want %d after the given one", opts, i, len(got)-1, len(want))
 			}
-			if !slices.Equal(grams, wantGrams) {
-				t.Errorf("opts %+v text %d: %d k-grams, want %d", opts, i, len(grams), len(wantGrams))
+			if len(grams) == 0 || grams[0] != 7 || !slices.Equal(grams[1:], wantGrams) {
+				t.Errorf("opts %+v text %d: %d k-grams, want %d after the given one", opts, i, len(grams)-1, len(wantGrams))
+			}
+			if _, none := w.HashesAndGrams(nil, nil, []byte(text), false); none != nil {
+				t.Errorf("opts %+v text %d: %d k-grams kept without keep", opts, i, len(none))
 			}
 			if again := w.HashesOf(nil, []byte(text)); !slices.Equal(again, want) {
 				t.Errorf("opts %+v text %d: the winnower was not reset", opts, i)

@@ -60,6 +60,35 @@ func (s *hashSet) add(h uint64) {
 	}
 }
 
+// addAll adds every hash of hs: add's steps in one loop, the table grown
+// first to hold them all.
+func (s *hashSet) addAll(hs []uint64) {
+	if len(hs) == 0 {
+		return
+	}
+	for 2*(s.n+len(hs)) > len(s.slots) {
+		s.grow()
+	}
+	slots := s.slots
+	mask := len(slots) - 1
+	_ = slots[mask]
+	for _, h := range hs {
+		if h == 0 {
+			s.zero = true
+			continue
+		}
+		for i := slotOf(h, mask); ; i = (i + 1) & mask {
+			if v := slots[i]; v == 0 {
+				slots[i] = h
+				s.n++
+				break
+			} else if v == h {
+				break
+			}
+		}
+	}
+}
+
 func (s *hashSet) has(h uint64) bool {
 	if h == 0 {
 		return s.zero

@@ -56,6 +56,7 @@ type scratch struct {
 	runs     []run           // runs of fingerprints shared with other exchanges
 	win      *fingerprint.Winnower
 	grams    hashSet  // every k-gram of the request
+	gramBuf  []uint64 // the k-grams of one text, added to grams at once
 	ownWords hashSet  // name-like words of the request, on first use
 	hasWords bool     // ownWords computed
 	respFP   []uint64 // the response's fingerprints, recorded on Close
@@ -109,6 +110,9 @@ type scratch struct {
 	userGrams hashSet
 	qrec      []uint64
 	irec      []uint64
+
+	// partial is the scanner's working memory for the scans of a stream.
+	partial classifiers.PartialScratch
 }
 
 // maxPooledSlots bounds the hash tables kept for reuse (a huge request's
@@ -134,7 +138,7 @@ func (v *Verifier) putScratch(sc *scratch) {
 		cap(sc.reqFP) > maxPooledSlots || cap(sc.relKeys) > maxPooledSlots || len(sc.hidx) > maxPooledSlots ||
 		len(sc.userGrams.slots) > maxPooledSlots || cap(sc.qrec) > maxPooledSlots || cap(sc.irec) > maxPooledSlots ||
 		cap(sc.kfps) > maxPooledSlots || cap(sc.reqNorm) > 8*maxPooledSlots || len(sc.own) > maxPooledSlots ||
-		cap(sc.toks) > maxPooledSlots {
+		cap(sc.toks) > maxPooledSlots || cap(sc.gramBuf) > maxPooledSlots {
 		return
 	}
 	v.scratch.Put(sc)
@@ -237,10 +241,8 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	// selected among the k-grams hashed for the set); a text written
 	// otherwise than it left is read for its k-grams only.
 	crossOn := v.on(policies.SignalCrossExchange)
-	var addGram func(h uint64)
 	if crossOn {
 		s.grams.reset(len(s.req))
-		addGram = s.grams.add
 	}
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
@@ -255,7 +257,8 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
 		start := len(record)
-		record = s.win.HashesAndGrams(record, s.req[t.start:t.end], addGram)
+		record, s.gramBuf = s.win.HashesAndGrams(record, s.gramBuf[:0], s.req[t.start:t.end], crossOn)
+		s.grams.addAll(s.gramBuf)
 		switch {
 		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
 			s.written = append(s.written, span{start, len(record)})
@@ -269,7 +272,8 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	if crossOn {
 		for _, t := range s.texts {
 			if !slices.Contains(s.sent, t) {
-				s.respFP = s.win.HashesAndGrams(s.respFP[:0], s.req[t.start:t.end], addGram)
+				s.respFP, s.gramBuf = s.win.HashesAndGrams(s.respFP[:0], s.gramBuf[:0], s.req[t.start:t.end], true)
+				s.grams.addAll(s.gramBuf)
 			}
 		}
 		s.respFP = s.respFP[:0]
@@ -597,7 +601,7 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			// Findings that reach into a canary the text may end inside
 			// of are not decided either (they may overlap it).
 			var at int
-			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled})
+			fs, at, err = v.scanner.ScanPartialFrom(ctx, region, from, classifiers.PartialOptions{MaxHold: v.holdBack, Hold: len(region) - settled, Scratch: &s.partial})
 			settled = min(settled, at)
 		}
 		if err != nil {
