@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -278,8 +279,19 @@ func isBinary(data []byte) bool {
 	}
 	bad := 0
 	for i := 0; i < len(head); {
+		if len(head)-i >= 8 && ascii8(binary.LittleEndian.Uint64(head[i:])) {
+			i += 8
+			continue
+		}
+		if c := head[i]; c < utf8.RuneSelf { // ASCII: no decoding
+			if c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b {
+				bad++
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRune(head[i:])
-		if (r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax) || (r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f' && r != 0x1b) {
+		if r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax {
 			bad++
 		}
 		i += size
