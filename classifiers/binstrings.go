@@ -2,6 +2,7 @@ package classifiers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -15,48 +16,70 @@ import (
 // valid UTF-8.
 func printableRuns(data []byte, minLen int) []byte {
 	out := make([]byte, len(data))
-	runStart, runChars := 0, 0
-	flush := func(end int) {
-		if runChars < minLen {
-			for k := runStart; k < end; k++ {
-				out[k] = '\n'
-			}
+	copy(out, data) // what is not kept is overwritten below
+	blank := func(from, to int) {
+		for k := from; k < to; k++ {
+			out[k] = '\n'
 		}
 	}
+	runStart, runChars := 0, 0
 	for i := 0; i < len(data); {
-		c := data[i]
-		size := 1
-		printable := false
-		switch {
-		case c >= 0x20 && c < 0x7f || c == '\t':
-			printable = true
-		case c >= 0x80:
-			r, n := utf8.DecodeRune(data[i:])
-			if r != utf8.RuneError && isPrintableRune(r) {
-				printable, size = true, n
-			}
-		}
-		if printable {
+		if len(data)-i >= 8 && asciiPrintable8(binary.LittleEndian.Uint64(data[i:])) {
 			if runChars == 0 {
 				runStart = i
 			}
-			copy(out[i:i+size], data[i:i+size])
+			runChars += 8
+			i += 8
+			continue
+		}
+		c := data[i]
+		size := 0 // of a printable character
+		switch {
+		case c >= 0x20 && c < 0x7f || c == '\t':
+			size = 1
+		case c >= 0x80:
+			if r, n := utf8.DecodeRune(data[i:]); r != utf8.RuneError && isPrintableRune(r) {
+				size = n
+			}
+		}
+		if size > 0 {
+			if runChars == 0 {
+				runStart = i
+			}
 			runChars++
 			i += size
 			continue
 		}
-		if runChars > 0 {
-			flush(i)
-			runChars = 0
+		if runChars > 0 && runChars < minLen {
+			blank(runStart, i)
 		}
+		runChars = 0
 		out[i] = '\n'
 		i++
 	}
-	if runChars > 0 {
-		flush(len(data))
+	if runChars > 0 && runChars < minLen {
+		blank(runStart, len(data))
 	}
 	return out
 }
+
+// Bytes of a word, eight at a time (x holds them little-endian).
+const (
+	byteOnes  = 0x0101010101010101
+	byteHighs = 0x8080808080808080
+)
+
+// asciiBelow8 reports whether a byte of x, none of them over 0x7f, is
+// below n (at most 0x80).
+func asciiBelow8(x uint64, n byte) bool { return (x-byteOnes*uint64(n))&^x&byteHighs != 0 }
+
+// ascii8 reports whether the eight bytes of x are ASCII, and none a
+// control below 0x20.
+func ascii8(x uint64) bool { return x&byteHighs == 0 && !asciiBelow8(x, 0x20) }
+
+// asciiPrintable8 reports whether the eight bytes of x are printable
+// ASCII (0x20 to 0x7e).
+func asciiPrintable8(x uint64) bool { return ascii8(x) && !asciiBelow8(x^(byteOnes*0x7f), 1) }
 
 // isPrintableRune is a non-ASCII rune that strings(1) with UTF-8
 // support would print: letters, marks, numbers, punctuation, symbols and

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Document is the result of ScanDocument.
@@ -83,6 +85,16 @@ func (s *Scanner) ScanDocument(ctx context.Context, name string, data []byte) (*
 	return r.read(ctx, name, data, 0)
 }
 
+// ScanDocumentNoCopy is ScanDocument for a caller that leaves data
+// unchanged for as long as it uses the Document: when data is plain text,
+// the Document's Text is data itself rather than a copy of it. (The
+// findings never refer to data: they hold their own masked previews.) A
+// caller that reads many files into one buffer saves a copy of each.
+func (s *Scanner) ScanDocumentNoCopy(ctx context.Context, name string, data []byte) (*Document, error) {
+	r := &docReader{s: s, shareText: true}
+	return r.read(ctx, name, data, 0)
+}
+
 // docReader reads a document and the members of an archive within the
 // limits shared by the whole file; s nil only extracts text
 // (ExtractText).
@@ -90,6 +102,9 @@ type docReader struct {
 	s       *Scanner
 	total   int64 // uncompressed bytes of archive members read
 	members int
+	// shareText makes the Text of a plain-text document named (not a
+	// member of an archive) the bytes it was given.
+	shareText bool
 }
 
 // read reads one document at archive depth depth.
@@ -136,14 +151,19 @@ func (r *docReader) read(ctx context.Context, name string, data []byte, depth in
 		if r.s == nil {
 			return skip("binary", "binary file")
 		}
-		doc.Text = string(printableRuns(data, minStringLen))
-		fs, err := r.s.ScanString(ctx, doc.Text)
+		runs := printableRuns(data, minStringLen)
+		doc.Text = bytesString(runs) // runs is never written again
+		fs, err := r.s.Scan(ctx, runs)
 		doc.Findings = secretsOnly(fs)
 		placeInFile(data, doc.Findings)
 		return doc, err
 	}
 	doc.Kind = "text"
-	doc.Text = string(data)
+	if r.shareText && depth == 0 {
+		doc.Text = bytesString(data)
+	} else {
+		doc.Text = string(data)
+	}
 	if r.s == nil {
 		return doc, nil
 	}
@@ -156,10 +176,19 @@ func (r *docReader) scanText(ctx context.Context, doc *Document) (*Document, err
 	if r.s == nil {
 		return doc, nil
 	}
-	fs, err := r.s.ScanString(ctx, doc.Text)
+	// The scan only reads its input: the text's own bytes, not a copy.
+	fs, err := r.s.Scan(ctx, stringBytes(doc.Text))
 	doc.Findings = fs
 	return doc, err
 }
+
+// bytesString is b as a string without a copy: b must not change while
+// the string is in use.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// stringBytes is s as bytes without a copy, for functions that only read
+// them.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // secretsOnly keeps the findings of secret detectors, in place.
 func secretsOnly(fs []Finding) []Finding {
@@ -250,8 +279,19 @@ func isBinary(data []byte) bool {
 	}
 	bad := 0
 	for i := 0; i < len(head); {
+		if len(head)-i >= 8 && ascii8(binary.LittleEndian.Uint64(head[i:])) {
+			i += 8
+			continue
+		}
+		if c := head[i]; c < utf8.RuneSelf { // ASCII: no decoding
+			if c < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f' && c != 0x1b {
+				bad++
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRune(head[i:])
-		if (r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax) || (r < 0x20 && r != '\n' && r != '\r' && r != '\t' && r != '\f' && r != 0x1b) {
+		if r == utf8.RuneError && size == 1 && len(head)-i >= utf8.UTFMax {
 			bad++
 		}
 		i += size

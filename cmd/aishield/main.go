@@ -54,7 +54,7 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 // command reports a finding or failure of the checked thing, 2 on usage or
 // input errors.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdin, stdout, stderr)
+	root := newRootCmdFor(args, stdin, stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

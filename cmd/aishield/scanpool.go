@@ -288,12 +288,18 @@ func runScan(ctx context.Context, sc *classifiers.Scanner, args []string, opts s
 
 // scanWorker scans one input and, for each file of it, suppresses the
 // findings the user allowed and decides it for sp's destination, with its
-// text at hand; the text is dropped before the outcome is handed on.
+// text at hand; the texts are dropped before the outcome is handed on.
 func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin io.Reader, opts scanOptions, sp *scanPolicy, rd *fileReader) scanOutcome {
 	if ctx.Err() != nil {
 		return scanOutcome{}
 	}
 	results, large, err := scanOne(ctx, sc, in, stdin, rd)
+	// The text of a file may be rd's buffer, which the next file reuses.
+	defer func() {
+		for _, res := range results {
+			res.text = ""
+		}
+	}()
 	out := scanOutcome{large: large, err: err}
 	if err != nil || large != nil {
 		return out
@@ -314,9 +320,7 @@ func scanWorker(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdi
 		if opts.endColumns {
 			res.endCols = endColumns(res.text, res.Findings)
 		}
-		err = sp.onFile(ctx, res)
-		res.text = ""
-		if err != nil {
+		if err = sp.onFile(ctx, res); err != nil {
 			out.results, out.err = results[:k], err
 			return out
 		}
@@ -432,6 +436,22 @@ type fileReader struct {
 	buf []byte
 }
 
+// readOpened reads the regular file at path whole into rd's buffer, opened
+// with openScanFile; a file over maxWholeFile is returned open as f, to be
+// streamed.
+func (rd *fileReader) readOpened(path string) (data []byte, f *os.File, err error) {
+	f, st, err := openScanFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() > maxWholeFile {
+		return nil, f, nil
+	}
+	defer f.Close()
+	data, err = rd.read(f, st.Size())
+	return data, nil, err
+}
+
 // maxKeptBuffer is the largest buffer a fileReader keeps for the next
 // file; a larger file's buffer is dropped once it is scanned.
 const maxKeptBuffer = 4 << 20
@@ -472,7 +492,6 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 	name := in.path
 	var r io.Reader
 	var closer func()
-	var size int64 // the file's size when known, to read it into one buffer
 	defer func() {
 		if large == nil && closer != nil {
 			closer()
@@ -488,22 +507,19 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 			return nil, nil, err
 		}
 		r, closer = f, func() { f.Close() }
-	default:
-		f, st, err := openScanFile(in.path)
-		if err != nil {
-			return nil, nil, err
-		}
-		closer = func() { f.Close() }
-		if st.Size() > maxWholeFile {
-			return nil, &largeInput{name: name, r: f, close: closer}, nil
-		}
-		r, size = f, st.Size()
 	}
 	var data []byte
-	if size > 0 {
-		data, err = rd.read(r, size)
-	} else {
-		data, err = inputfile.ReadUpTo(r, size, maxWholeFile+1)
+	switch {
+	case r == nil: // a regular file
+		var f *os.File
+		if data, f, err = rd.readScanFile(in.path); err != nil {
+			return nil, nil, err
+		}
+		if f != nil {
+			return nil, &largeInput{name: name, r: f, close: func() { f.Close() }}, nil
+		}
+	default:
+		data, err = inputfile.ReadUpTo(r, 0, maxWholeFile+1)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -512,7 +528,9 @@ func scanOne(ctx context.Context, sc *classifiers.Scanner, in scanInput, stdin i
 		return nil, &largeInput{name: name, r: io.MultiReader(bytes.NewReader(data), r), close: closer}, nil
 	}
 	base := filepath.Base(name)
-	doc, err := sc.ScanDocument(ctx, base, data)
+	// A plain text's Text is data, which rd reuses for the next file:
+	// scanWorker drops it first.
+	doc, err := sc.ScanDocumentNoCopy(ctx, base, data)
 	if err != nil {
 		return nil, nil, err
 	}

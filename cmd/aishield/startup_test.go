@@ -52,3 +52,50 @@ func TestCommandDoesNotLinkStartupHeavyPackages(t *testing.T) {
 		}
 	}
 }
+
+// TestRootCmdForBuildsOneBranch checks that the tree built for a command
+// line holds the command it names and only it, with the flags of the
+// whole tree's command, and that the whole tree is built otherwise, its
+// commands those of subcommands.
+func TestRootCmdForBuildsOneBranch(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	full := newRootCmd(strings.NewReader(""), &out, &out)
+	var names []string
+	for _, c := range full.Commands() {
+		if c.Name() != "help" && c.Name() != "completion" {
+			names = append(names, c.Name())
+		}
+	}
+	if len(names) != len(subcommands) {
+		t.Fatalf("the tree has commands %v, subcommands %d", names, len(subcommands))
+	}
+	for _, c := range subcommands {
+		root := newRootCmdFor([]string{c.name, "--help"}, strings.NewReader(""), &out, &out)
+		if got := root.Commands(); len(got) != 1 || got[0].Name() != c.name {
+			t.Fatalf("tree for %q: %d commands", c.name, len(got))
+		}
+		one, _, err := root.Find([]string{c.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, _, err := full.Find([]string{c.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.UsageString() != whole.UsageString() {
+			t.Errorf("%s: usage differs from the whole tree's:\n%s\n%s", c.name, one.UsageString(), whole.UsageString())
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"-v"}} {
+		var vout strings.Builder
+		if code := run(t.Context(), args, strings.NewReader(""), &vout, &vout); code != 0 || vout.String() != "aishield "+buildVersion()+"\n" {
+			t.Errorf("%q: exit %d, output %q", args, code, vout.String())
+		}
+	}
+	for _, args := range [][]string{nil, {"help", "scan"}, {"--version", "--help"}, {"scna"}, {"completion", "bash"}} {
+		if n := len(newRootCmdFor(args, strings.NewReader(""), &out, &out).Commands()); n != len(subcommands) {
+			t.Errorf("%q: %d commands, want the whole tree", args, n)
+		}
+	}
+}
