@@ -115,9 +115,9 @@ func (p *Proxy) forwardedHeader(r *http.Request) http.Header {
 	}
 	removeHopByHop(h)
 	for _, k := range droppedHeaders {
-		delete(h, k)
+		h.Del(k)
 	}
-	delete(h, p.opts.PrincipalHeader)
+	h.Del(p.opts.PrincipalHeader)
 	if containsToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
