@@ -378,7 +378,9 @@ func (e canaryEcho) hold(s string) int {
 	for i := from; i < len(s); i++ {
 		tail := s[i:]
 		for k := 0; k <= len(e.before); k++ {
-			if rest := whole[k:]; len(tail) < len(rest) && strings.HasPrefix(rest, tail) && (k == len(e.before) || len(tail) >= minEcho) {
+			// (The first bytes are compared before the strings: most
+			// offsets differ there.)
+			if rest := whole[k:]; len(tail) < len(rest) && rest[0] == tail[0] && strings.HasPrefix(rest, tail) && (k == len(e.before) || len(tail) >= minEcho) {
 				return len(s) - i
 			}
 		}

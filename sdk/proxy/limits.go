@@ -167,7 +167,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *clientBody) Close() error { return b.rc.Close() }
+// Close does nothing: the guard's Transport closes the body it read, but
+// net/http closes the request body itself once the handler returns, and
+// closing it earlier would discard what the client has not sent yet
+// while the handler waits.
+func (b *clientBody) Close() error { return nil }
 
 // releaseAll returns the body's reservation; called once the call ends.
 func (b *clientBody) releaseAll() {

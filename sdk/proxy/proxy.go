@@ -3,12 +3,12 @@
 // goes through the guard of package sdk, so that applications change only
 // their base URL.
 //
-// A Proxy is a thin door: an httputil.ReverseProxy per reachable
-// destination whose transport is an sdk.Transport of one sdk.Guard shared
-// by all of them (one policy, one classifier and verifier, one audit
-// trail). The guard checks, redacts, blocks and verifies; ReverseProxy
-// handles hop-by-hop headers and flushing; the proxy routes, names the
-// principal and renders errors in the API's format.
+// A Proxy is a thin door: an sdk.Transport per reachable destination, all
+// of one sdk.Guard (one policy, one classifier and verifier, one audit
+// trail). The guard checks, redacts, blocks and verifies; the proxy
+// routes, names the principal, drops hop-by-hop headers both ways (with
+// the rules of httputil.ReverseProxy), writes answers (flushing streams
+// as the guard releases them) and renders errors in the API's format.
 //
 // # Routing (no open relay)
 //
@@ -116,7 +116,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
@@ -249,17 +248,18 @@ type Proxy struct {
 	principalKey []byte // keys the principals derived from credentials
 	closeIdle    func()
 	lim          *limiter
+	errLog       *log.Logger // the forwarding's own errors
 }
 
 // route is a destination the proxy can reach.
 type route struct {
 	name string
 	base *url.URL
-	rp   *httputil.ReverseProxy
+	tr   *sdk.Transport
 }
 
-// call is one API request in flight, as the ReverseProxy hooks see it
-// (through the request's context).
+// call is one API request in flight (the guard's Transport finds it in
+// the request's context).
 type call struct {
 	dest      string
 	rest      string // the path appended to the destination's base URL
@@ -392,6 +392,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: opts.UpstreamTimeout,
 			ExpectContinueTimeout: time.Second,
+			// A request of up to 32 KB (headers and body) leaves in one
+			// write, instead of a write per 4 KB.
+			WriteBufferSize: 32 << 10,
 		}
 		base, p.closeIdle = t, t.CloseIdleConnections
 	}
@@ -401,52 +404,26 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Log != nil {
 		errLog = slog.NewLogLogger(opts.Log.Handler(), slog.LevelWarn)
 	}
+	p.errLog = errLog
 	for _, name := range names {
-		p.routes[name] = p.newRoute(name, bases[name], base, errLog)
+		p.routes[name] = p.newRoute(name, bases[name], base)
 	}
 	p.upstream = p.routes[opts.Upstream]
 	return p, nil
 }
 
-// newRoute builds the reverse proxy of destination name at base.
-func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper, errLog *log.Logger) *route {
+// newRoute builds the route of destination name at base: its Transport
+// forces the destination, whatever the request's model or provider.
+func (p *Proxy) newRoute(name string, base *url.URL, rt http.RoundTripper) *route {
 	tr := &sdk.Transport{Guard: p.guard, Base: rt, Destination: name, MaxBody: p.opts.MaxBody,
 		Stream:    sdk.StreamOptions{ErrorEvent: true},
 		Principal: func(r *http.Request) string { return callOf(r).principal }}
-	return &route{name: name, base: base, rp: &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			c := callOf(pr.In)
-			u := *base
-			u.Path = strings.TrimSuffix(base.Path, "/") + c.rest
-			u.RawPath = ""
-			u.RawQuery = pr.Out.URL.RawQuery
-			pr.Out.URL, pr.Out.Host = &u, ""
-			pr.Out.Header.Del(p.opts.PrincipalHeader)
-			// The guard reads whole bodies and SSE streams: no upgrades.
-			pr.Out.Header.Del("Upgrade")
-			pr.Out.Header.Del("Connection")
-			// The proxy's own credential, and what the caller claims about
-			// addresses, stay here.
-			for _, h := range droppedHeaders {
-				pr.Out.Header.Del(h)
-			}
-			if p.opts.ForwardClientAddress {
-				pr.SetXForwarded()
-			}
-		},
-		Transport:      tr,
-		FlushInterval:  -1,
-		BufferPool:     copyBuffers,
-		ModifyResponse: p.modifyResponse,
-		ErrorHandler:   p.errorHandler,
-		ErrorLog:       errLog,
-	}}
+	return &route{name: name, base: base, tr: tr}
 }
 
 // droppedHeaders are removed from every forwarded request: the caller's
 // proxy key, and the caller's claims about the client's address, which
-// the upstream must not take for the proxy's (ReverseProxy's Rewrite drops
-// X-Forwarded-For, -Host and -Proto itself; the list names them anyway).
+// the upstream must not take for the proxy's.
 var droppedHeaders = []string{CallerKeyHeader, "Proxy-Authorization", "Forwarded",
 	"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix",
 	"X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip"}
@@ -511,7 +488,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	// Dot-segments and encoded separators are refused here, on the path
-	// as the client sent it (Rewrite joins the decoded path to the
+	// as the client sent it (outbound joins the decoded path to the
 	// base_url's, which the guard's Transport checks again), so that the
 	// path the guard decides for is the one the upstream serves.
 	if err := sdk.ValidatePath(r.URL); err != nil {
@@ -537,11 +514,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer p.metrics.end()
 	ctx, refused := sdk.WithRefusal(context.WithValue(r.Context(), callKey{}, c))
 	c.refused = refused
-	rt.rp.ServeHTTP(c.w, r.WithContext(ctx))
-	var ge *sdk.GuardError
-	if err := refused(); errors.As(err, &ge) && ge.Stage == sdk.StageParse && errors.Is(err, sdk.ErrTooLarge) {
+	p.forward(ctx, rt, c, r)
+	if err := refused(); err != nil && tooLarge(err) {
 		p.metrics.limit(limitBodySize)
 	}
+}
+
+// tooLarge reports whether the guard refused a request body over
+// Options.MaxBody.
+func tooLarge(err error) bool {
+	var ge *sdk.GuardError
+	return errors.As(err, &ge) && ge.Stage == sdk.StageParse && errors.Is(err, sdk.ErrTooLarge)
 }
 
 // admit applies the resource limits to a request before it is served: a
@@ -655,10 +638,9 @@ func (p *Proxy) principal(r *http.Request) (string, error) {
 // modifyResponse renders the upstream's errors that are not in the API's
 // format, and its 5xx, in that format (see the package documentation).
 // Streams and answers below 400 pass as the guard delivers them.
-func (p *Proxy) modifyResponse(resp *http.Response) error {
-	c := callOf(resp.Request)
+func (p *Proxy) modifyResponse(c *call, resp *http.Response) {
 	if resp.StatusCode < 400 || isStream(resp.Header) || c.refused() != nil {
-		return nil // delivered by the guard, or its own refusal
+		return // delivered by the guard, or its own refusal
 	}
 	// The guard passed the provider's error through unverified (it is not
 	// model output), already read whole.
@@ -666,7 +648,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	resp.Body.Close()
 	if err == nil && len(data) <= errorBodyLimit && resp.StatusCode < 500 && isAPIError(c.api, data) {
 		setBody(resp, data)
-		return nil
+		return
 	}
 	e := upstreamError(data)
 	msg := fmt.Sprintf("aishield proxy: upstream %s answered HTTP %d", c.dest, resp.StatusCode)
@@ -690,7 +672,6 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	resp.Header = h
 	setBody(resp, append(errorBody(c.api, typ, code, msg), '\n'))
-	return nil
 }
 
 // setBody makes data the whole body of resp.
@@ -906,26 +887,26 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 	return s.ResponseWriter.Write(p)
 }
 
-// Unwrap lets http.ResponseController (ReverseProxy's flushing) reach the
-// underlying writer.
+// Unwrap lets http.ResponseController (the flushing of streams, the body
+// read deadline) reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// copyBuffers are the buffers ReverseProxy copies response bodies with,
-// shared by every route (it would allocate 32 KB per response otherwise).
+// copyBuffers are the buffers streamed response bodies are copied with,
+// shared by every route.
 var copyBuffers = &bufferPool{}
 
-// bufferPool is an httputil.BufferPool of 32 KB buffers, safe for
-// concurrent use.
+// bufferPool is a pool of 32 KB buffers, safe for concurrent use.
 type bufferPool struct{ p sync.Pool }
 
-func (b *bufferPool) Get() []byte {
+func (b *bufferPool) Get() *[]byte {
 	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
+		return v
 	}
-	return make([]byte, 32<<10)
+	buf := make([]byte, 32<<10)
+	return &buf
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+func (b *bufferPool) Put(buf *[]byte) { b.p.Put(buf) }
 
 // errIdle is the cause of a request cancelled by idleTimeout. It is a
 // timeout (Timeout reports true), which the guard's stream filter reports
@@ -954,7 +935,7 @@ func (t *idleTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	if resp.Request == nil {
-		resp.Request = req // modifyResponse finds the call in its context
+		resp.Request = req
 	}
 	b := &idleBody{rc: resp.Body, cancel: cancel}
 	b.timer = time.AfterFunc(t.d, func() { cancel(errIdle) })
