@@ -472,26 +472,39 @@ func (w *Winnower) TakeAppend(dst []Fingerprint) []Fingerprint {
 // hashes of a large text holds 8 bytes per fingerprint instead of 24, and
 // nothing twice. It resets w before and after.
 func (w *Winnower) HashesOf(dst []uint64, text []byte) []uint64 {
-	dst, _ = w.HashesAndGrams(dst, nil, text, false)
+	dst, _ = w.HashesAndGrams(dst, nil, text, nil)
 	return dst
 }
 
 // HashesAndGrams is HashesOf and KGrams in one pass over text: it appends
 // to dst the hashes of the fingerprints of text, in order of position
-// (duplicates kept), and, with keep, to grams the hash of every k-gram of
-// text, in order. Each k-gram is hashed once for both: a request whose
-// k-gram set and fingerprints are both needed is read once, and its
-// k-grams come as one slice (no call per k-gram). It resets w before and
-// after.
-func (w *Winnower) HashesAndGrams(dst, grams []uint64, text []byte, keep bool) ([]uint64, []uint64) {
+// (duplicates kept), and, when grams is not nil, passes it the hash of
+// every k-gram of text, in order, in batches (the k-grams of about
+// gramBatch bytes) collected in scratch, which it returns for reuse. Each k-gram is hashed once for both: a
+// request whose k-gram set and fingerprints are both needed is read once,
+// with one call per batch rather than per k-gram, and a large text does
+// not hold all its k-grams at once. It resets w before and after.
+func (w *Winnower) HashesAndGrams(dst, scratch []uint64, text []byte, grams func([]uint64)) ([]uint64, []uint64) {
 	w.Reset()
-	w.hashes, w.collect, w.grams, w.keep = dst, true, grams, keep
-	_, _ = w.Write(text)
-	dst, grams = w.hashes, w.grams
+	w.hashes, w.collect, w.grams, w.keep = dst, true, scratch[:0], grams != nil
+	for len(text) > 0 {
+		n := min(len(text), gramBatch)
+		_, _ = w.Write(text[:n])
+		text = text[n:]
+		if grams != nil && len(w.grams) > 0 {
+			grams(w.grams)
+			w.grams = w.grams[:0]
+		}
+	}
+	dst, scratch = w.hashes, w.grams[:0]
 	w.hashes, w.collect, w.grams, w.keep = nil, false, nil, false
 	w.Reset()
-	return dst, grams
+	return dst, scratch
 }
+
+// gramBatch is how many bytes of text HashesAndGrams writes before it passes
+// on their k-grams (at most one a byte, and a rune cut by the batch's end).
+const gramBatch = 16 << 10
 
 // Density returns how many fingerprints a text of n bytes is expected to
 // have with opts: winnowing selects about 2/(Window+1) of the k-grams.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestKGrams(t *testing.T) {
@@ -82,6 +84,8 @@ func TestHashesAndGrams(t *testing.T) {
 		"", "short", "The  Quick brown fox jumps over the lazy dog, twice: ÉTÉ été.",
 		"\xff\xfe\xe2\x82 \xf0\x9f\x98\x80 ÀÉÎ   \x00\x00 tab\tnew\nline and more text after it",
 		prose(r, 4<<10), randomText(r, 1<<10),
+		// Longer than a batch of k-grams, runes cut at the batches' ends.
+		strings.Repeat("é€\U0001F600 ab\xff", 9000), prose(r, 70<<10),
 	}
 	for _, opts := range []Options{{}, {K: 4, Window: 3, Seed: 9}, {StripPunctuation: true}} {
 		w := NewWinnower(opts)
@@ -89,15 +93,31 @@ func TestHashesAndGrams(t *testing.T) {
 			want := w.HashesOf(nil, []byte(text))
 			var wantGrams []uint64
 			KGrams([]byte(text), opts, func(h uint64) { wantGrams = append(wantGrams, h) })
-			got, grams := w.HashesAndGrams([]uint64{42}, []uint64{7}, []byte(text), true)
+			var whole []uint64
+			for _, f := range Of([]byte(text), opts) {
+				whole = append(whole, f.Hash)
+			}
+			if !slices.Equal(want, whole) {
+				t.Errorf("opts %+v text %d: HashesOf gives %d hashes, Of %d", opts, i, len(want), len(whole))
+			}
+			var grams []uint64
+			batches, most := 0, 0
+			got, scratch := w.HashesAndGrams([]uint64{42}, []uint64{7}, []byte(text), func(b []uint64) {
+				grams = append(grams, b...)
+				batches++
+				most = max(most, len(b))
+			})
 			if len(got) == 0 || got[0] != 42 || !slices.Equal(got[1:], want) {
 				t.Errorf("opts %+v text %d: %d hashes, want %d after the given one", opts, i, len(got)-1, len(want))
 			}
-			if len(grams) == 0 || grams[0] != 7 || !slices.Equal(grams[1:], wantGrams) {
-				t.Errorf("opts %+v text %d: %d k-grams, want %d after the given one", opts, i, len(grams)-1, len(wantGrams))
+			if !slices.Equal(grams, wantGrams) {
+				t.Errorf("opts %+v text %d: %d k-grams, want %d", opts, i, len(grams), len(wantGrams))
 			}
-			if _, none := w.HashesAndGrams(nil, nil, []byte(text), false); none != nil {
-				t.Errorf("opts %+v text %d: %d k-grams kept without keep", opts, i, len(none))
+			if most > gramBatch+utf8.UTFMax || len(scratch) != 0 || len(text) > gramBatch && len(wantGrams) > gramBatch && batches < 2 {
+				t.Errorf("opts %+v text %d: %d batches of at most %d k-grams, scratch %d", opts, i, batches, most, len(scratch))
+			}
+			if _, none := w.HashesAndGrams(nil, nil, []byte(text), nil); len(none) != 0 {
+				t.Errorf("opts %+v text %d: %d k-grams kept without grams", opts, i, len(none))
 			}
 			if again := w.HashesOf(nil, []byte(text)); !slices.Equal(again, want) {
 				t.Errorf("opts %+v text %d: the winnower was not reset", opts, i)

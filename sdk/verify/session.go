@@ -241,8 +241,10 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	// selected among the k-grams hashed for the set); a text written
 	// otherwise than it left is read for its k-grams only.
 	crossOn := v.on(policies.SignalCrossExchange)
+	var addGrams func([]uint64)
 	if crossOn {
 		s.grams.reset(len(s.req))
+		addGrams = s.grams.addAll
 	}
 	// The fingerprints of the texts that left as they were written are
 	// also those of the request's sketch (see requestSketch).
@@ -257,8 +259,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	s.written, s.rewrite, s.instr = s.written[:0], s.rewrite[:0], s.instr[:0]
 	for i, t := range s.sent {
 		start := len(record)
-		record, s.gramBuf = s.win.HashesAndGrams(record, s.gramBuf[:0], s.req[t.start:t.end], crossOn)
-		s.grams.addAll(s.gramBuf)
+		record, s.gramBuf = s.win.HashesAndGrams(record, s.gramBuf, s.req[t.start:t.end], addGrams)
 		switch {
 		case len(ex.Texts) == 0 || i < len(ex.Texts) && t == s.texts[i]:
 			s.written = append(s.written, span{start, len(record)})
@@ -272,8 +273,7 @@ func (v *Verifier) begin(ctx context.Context, ex *inbound.Exchange) (*session, e
 	if crossOn {
 		for _, t := range s.texts {
 			if !slices.Contains(s.sent, t) {
-				s.respFP, s.gramBuf = s.win.HashesAndGrams(s.respFP[:0], s.gramBuf[:0], s.req[t.start:t.end], true)
-				s.grams.addAll(s.gramBuf)
+				s.respFP, s.gramBuf = s.win.HashesAndGrams(s.respFP[:0], s.gramBuf, s.req[t.start:t.end], s.grams.addAll)
 			}
 		}
 		s.respFP = s.respFP[:0]
