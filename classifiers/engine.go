@@ -67,8 +67,8 @@ type scanState struct {
 	// genericLo, genericTo: the last value genericHit read; keyword hits
 	// inside it are not keys.
 	genericLo, genericTo int
-	sortBuf              []rawFinding         // scratch of sortRawByStart
-	acPending            [acLanes - 1][]acHit // scratch of acMatcher.scan
+	sortBuf              []rawFinding // scratch of sortRawByStart
+	acPending            acScratch    // scratch of acMatcher.scan
 	// Previews and hashes are appended to arena, which becomes one string
 	// per chunk.
 	arena  []byte
@@ -502,7 +502,7 @@ func (st *scanState) anchors() {
 			j := c.parse(text, i)
 			sh := c.shape(text)
 			if g := st.s.gates; g != nil {
-				for m := g.runs(sh); m != 0; m &= m - 1 {
+				for m := g.runs(&sh); m != 0; m &= m - 1 {
 					d := st.s.numeric[bits.TrailingZeros64(m)]
 					d.numeric(st, d, &c)
 				}
@@ -661,7 +661,7 @@ func newGateMasks(dets []*detector) *gateMasks {
 }
 
 // runs returns the detectors sh.skips does not rule out, as a mask.
-func (g *gateMasks) runs(sh candShape) uint64 {
+func (g *gateMasks) runs(sh *candShape) uint64 {
 	few := g.fewDigits[min(sh.digits, gateCap)]
 	if sh.lead12 {
 		few &^= g.orLead12
