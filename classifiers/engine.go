@@ -793,9 +793,12 @@ type hashEntry struct {
 // growHashCache makes the hash cache at least twice as long as the n
 // values about to be hashed (within bounds), so that a value met again in
 // the chunk finds its hash (a collision only costs a hash): small inputs
-// get a small table, a dense 1 MiB chunk one of 16,384 slots.
+// get a small table, a dense 1 MiB chunk one of 4,096 slots. The bound
+// keeps the table (64 KiB) in the cache next to the chunk: a table of
+// 16,384 slots spared a dense MiB 14 hashes of its 24,600 and a MiB of
+// names about 650 of 6,000, and missed the cache on most lookups.
 func (st *scanState) growHashCache(n int) {
-	const lo, hi = 64, 1 << 14
+	const lo, hi = 64, 1 << 12
 	want := lo
 	for want < 2*n && want < hi {
 		want *= 2
