@@ -349,6 +349,7 @@ func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]ui
 	class := &w.m.class
 	l0, l1, l2, l3 := text[:w.q], text[w.from[1]:w.from[1]+w.q], text[w.from[2]:w.from[2]+w.q], text[w.from[3]:w.from[3]+w.q]
 	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
+	_ = delta[0]                                          // its nil check here, not in the loop
 	// The states are held as uint: the loads widen them, and the next
 	// index needs no conversion.
 	s0, s1, s2, s3 := uint(0), uint(0), uint(0), uint(0)
