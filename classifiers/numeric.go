@@ -1,10 +1,5 @@
 package classifiers
 
-import (
-	"encoding/binary"
-	"math/bits"
-)
-
 // numCand is a numeric candidate: digit groups joined by short separators
 // (space, '-', '.', parentheses), optionally led by '+' or '('. It is found
 // by the anchor pass and handed to every numeric detector, which look for
@@ -48,16 +43,8 @@ func (c *numCand) parse(text []byte, i int) int {
 	j, digits := i, 0
 	for {
 		g := j
-		// The group's end, eight bytes at a time (digitsEnd, whose
-		// usual case is written here: a group shorter than a word).
-		if j+8 <= n {
-			if nd := ^digitBytes(binary.LittleEndian.Uint64(text[j:])) & swarHigh; nd != 0 {
-				j += bits.TrailingZeros64(nd) >> 3
-			} else {
-				j = digitsEnd(text, j+8)
-			}
-		} else {
-			j = digitsEnd(text, j)
+		for j < n && isDigit(text[j]) {
+			j++
 		}
 		digits += j - g
 		c.groups = append(c.groups, span{g, j})
@@ -79,38 +66,6 @@ func (c *numCand) parse(text []byte, i int) int {
 	c.end = j
 	return j
 }
-
-// digitsEnd returns the offset of the first byte at or after j that is not
-// an ASCII digit (len(text) if none), eight bytes at a time: the end of a
-// digit run is found without a branch per digit, which a predictor cannot
-// foresee in numbers of varied lengths.
-func digitsEnd(text []byte, j int) int {
-	for j+8 <= len(text) {
-		if nd := ^digitBytes(binary.LittleEndian.Uint64(text[j:])) & swarHigh; nd != 0 {
-			return j + bits.TrailingZeros64(nd)>>3
-		}
-		j += 8
-	}
-	for j < len(text) && isDigit(text[j]) {
-		j++
-	}
-	return j
-}
-
-// swarHigh has the high bit of every byte of a word.
-const swarHigh = 0x8080808080808080
-
-// swarRange has the high bit set in each byte of x (little-endian) that
-// lies in lo..hi (hi < 0x80), and no other bit. The additions are on the
-// low seven bits, where they cannot carry into the next byte.
-func swarRange(x uint64, lo, hi byte) uint64 {
-	const ones = 0x0101010101010101
-	y := x &^ swarHigh
-	return (y + uint64(0x80-lo)*ones) &^ (y + uint64(0x7f-hi)*ones) &^ x & swarHigh
-}
-
-// digitBytes marks the ASCII digits of x (see swarRange).
-func digitBytes(x uint64) uint64 { return swarRange(x, '0', '9') }
 
 // digits returns the digits of groups a..b (inclusive) appended to buf.
 func (c *numCand) digits(text []byte, a, b int, buf []byte) []byte {
