@@ -477,7 +477,7 @@ func (st *scanState) anchors() {
 		// Eight bytes at a time to the next byte that may be an anchor
 		// (past most prose at once).
 		for i+8 <= n {
-			x := binary.LittleEndian.Uint64(text[i:])
+			x := binary.LittleEndian.Uint64(text[i : i+8 : i+8])
 			m, caps := anchorCapsMask(x)
 			if names && caps != 0 {
 				// Capitals that may start a person name (nameAt).
