@@ -251,7 +251,7 @@ type acScratch struct {
 	n  [acLanes]int
 }
 
-// acScratchMin is the length of acScratch's buffers when first used.
+// acScratchMin is the least length of acScratch's buffers when first used.
 const acScratchMin = 256
 
 // acTab16Len is the length of a table of 16-bit entries: past any index
@@ -294,8 +294,11 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, scratch *ac
 	}
 	w.to[acLanes-1] = len(text)
 	if len(scratch.ev[0]) == 0 {
+		// Room for a step with output in 64 (clean text has about one
+		// in 60, dense text one in 30): a first scan of a MiB grows the
+		// buffers at most once or twice.
 		for k := range scratch.ev {
-			scratch.ev[k] = make([]uint64, acScratchMin)
+			scratch.ev[k] = make([]uint64, max(acScratchMin, w.q/64))
 		}
 	}
 	scratch.n = [acLanes]int{}
