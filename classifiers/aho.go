@@ -218,28 +218,41 @@ const acLanes = 4
 
 // scan calls hit(pattern, end) for every occurrence of every pattern in text,
 // where end is the exclusive end offset of the occurrence, in order of end
-// (and, for one end, in the order of out). pending is scratch space for
-// the occurrences found ahead of order (see below); scan leaves it empty,
-// keeping its capacity for the next call.
+// (and, for one end, in the order of out). scratch holds the steps of a
+// walk in lanes (see below) and keeps its buffers for the next call.
 //
 // One automaton step is a load that depends on the previous one, so a
 // single walk waits on the cache for every byte. Long texts are walked as
 // acLanes independent lanes in one loop: lane k covers the k-th part,
 // starting maxLen-1 bytes before it (k > 0), so every occurrence ending in
 // the part lies inside what the lane reads; a lane reports only those.
-// The occurrences of lanes past the first are queued in pending[k-1] and
-// reported once the lanes before have been, which keeps the order of a
-// single walk.
-func (m *acMatcher) scan(text []byte, pending *[acLanes - 1][]acHit, hit func(pattern, end int)) {
+// The loop only records, without a branch per lane, the steps that reach
+// a state with output (a rare event that no predictor foresees); the
+// occurrences are reported once the loop is done, lane after lane, which
+// keeps the order of a single walk.
+func (m *acMatcher) scan(text []byte, scratch *acScratch, hit func(pattern, end int)) {
 	if m == nil || len(m.patterns) == 0 {
 		return
 	}
 	if m.delta16 != nil {
-		acWalk(m, m.delta16, text, pending, hit)
+		acWalk(m, m.delta16, text, scratch, hit)
 	} else {
-		acWalk(m, m.delta32, text, pending, hit)
+		acWalk(m, m.delta32, text, scratch, hit)
 	}
 }
+
+// acScratch is scan's scratch space: the steps of each lane that reach a
+// state with output, each its offset in the lane's loop << 32 | the
+// state's entry. Only the first n[k] of ev[k] are steps of the current
+// walk; the buffers are all as long, which lets one comparison tell that
+// every lane has room for one more.
+type acScratch struct {
+	ev [acLanes][]uint64
+	n  [acLanes]int
+}
+
+// acScratchMin is the least length of acScratch's buffers when first used.
+const acScratchMin = 256
 
 // acTab16Len is the length of a table of 16-bit entries: past any index
 // 2*entry + class, so that the walk indexes it as an array without bounds
@@ -251,29 +264,11 @@ type acLaneWalk struct {
 	m        *acMatcher
 	from, to [acLanes]int // lane k reads text[from[k]:to[k]] and reports occurrences ending after to[k-1]
 	q        int          // the bytes all lanes read in the loop
-	pending  *[acLanes - 1][]acHit
-	hit      func(pattern, end int)
-}
-
-// out reports or queues the occurrences ending at end in lane k's state
-// s (an entry).
-func (w *acLaneWalk) out(k int, s uint32, end int) {
-	ps := w.m.out[w.m.state(s)]
-	if k == 0 {
-		for _, p := range ps {
-			w.hit(p, end)
-		}
-		return
-	}
-	if end > w.to[k-1] {
-		for _, p := range ps {
-			w.pending[k-1] = append(w.pending[k-1], acHit{int32(p), end})
-		}
-	}
+	sc       *acScratch
 }
 
 // acWalk is scan over m's table delta.
-func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[acLanes - 1][]acHit, hit func(pattern, end int)) {
+func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, scratch *acScratch, hit func(pattern, end int)) {
 	class := &m.class
 	outFrom := E(m.outFrom)
 	step := func(s E, b byte) E { return delta[2*uint(s)+uint(class[b])] }
@@ -289,7 +284,7 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 		}
 		return
 	}
-	w := acLaneWalk{m: m, pending: pending, hit: hit}
+	w := acLaneWalk{m: m, sc: scratch}
 	w.q = len(text) / acLanes
 	for k := range acLanes {
 		w.to[k] = (k + 1) * w.q
@@ -298,6 +293,15 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 		}
 	}
 	w.to[acLanes-1] = len(text)
+	if len(scratch.ev[0]) == 0 {
+		// Room for a step with output in 64 (clean text has about one
+		// in 60, dense text one in 30): a first scan of a MiB grows the
+		// buffers at most once or twice.
+		for k := range scratch.ev {
+			scratch.ev[k] = make([]uint64, max(acScratchMin, w.q/64))
+		}
+	}
+	scratch.n = [acLanes]int{}
 	var st [acLanes]E
 	switch d := any(delta).(type) {
 	case []uint16:
@@ -311,14 +315,22 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 			st[k] = E(st32[k])
 		}
 	}
-	// Each lane in turn: its queued occurrences, then the rest of its
-	// bytes (lanes past the first are longer than q).
+	// Each lane in turn: the occurrences of its recorded steps, then the
+	// rest of its bytes (lanes past the first are longer than q).
 	for k := range acLanes {
+		after := 0 // lane k reports the occurrences ending after this
 		if k > 0 {
-			for _, h := range pending[k-1] {
-				hit(int(h.pattern), h.end)
+			after = w.to[k-1]
+		}
+		at := w.from[k] + 1
+		for _, x := range scratch.ev[k][:scratch.n[k]] {
+			end := at + int(x>>32)
+			if end <= after {
+				continue
 			}
-			pending[k-1] = pending[k-1][:0]
+			for _, p := range m.out[m.state(uint32(x))] {
+				hit(p, end)
+			}
 		}
 		s := st[k]
 		for i := w.from[k] + w.q; i < w.to[k]; i++ {
@@ -333,14 +345,14 @@ func acWalk[E uint16 | uint32](m *acMatcher, delta []E, text []byte, pending *[a
 }
 
 // lanes16 walks the first q bytes of the four lanes of text over a table
-// of 16-bit entries, reporting lane 0's occurrences and queueing the
-// others', and returns the lanes' states. It and lanes32 are one loop
-// written for each table: indexing an array of 16-bit entries needs no
-// bounds check.
+// of 16-bit entries, recording the steps to states with output, and
+// returns the lanes' states. It and lanes32 are one loop written for each
+// table: indexing an array of 16-bit entries needs no bounds check.
 func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]uint16 {
 	class := &w.m.class
 	l0, l1, l2, l3 := text[:w.q], text[w.from[1]:w.from[1]+w.q], text[w.from[2]:w.from[2]+w.q], text[w.from[3]:w.from[3]+w.q]
 	l1, l2, l3 = l1[:len(l0)], l2[:len(l0)], l3[:len(l0)] // one length: no bounds check in the loop
+	_ = delta[0]                                          // its nil check here, not in the loop
 	// The states are held as uint: the loads widen them, and the next
 	// index needs no conversion.
 	s0, s1, s2, s3 := uint(0), uint(0), uint(0), uint(0)
@@ -356,26 +368,45 @@ func (w *acLaneWalk) lanes16(delta *[acTab16Len]uint16, text []byte) [acLanes]ui
 		if s0|s1|s2|s3 < acOut16 {
 			continue
 		}
-		w.outs(i, uint32(s0), uint32(s1), uint32(s2), uint32(s3))
+		w.record(i, uint32(s0), uint32(s1), uint32(s2), uint32(s3))
 	}
 	return [acLanes]uint16{uint16(s0), uint16(s1), uint16(s2), uint16(s3)}
 }
 
-// outs reports the occurrences at the lanes' i-th byte, whose states (entries)
-// are s0..s3.
-func (w *acLaneWalk) outs(i int, s0, s1, s2, s3 uint32) {
-	outFrom := w.m.outFrom
-	if s0 >= outFrom {
-		w.out(0, s0, i+1)
+// record records the lanes' i-th step, to the states (entries) s0..s3,
+// in the buffers of the lanes whose state has output. Every lane's step is
+// written, and the count moves past it only when it has output: no branch
+// on the lanes.
+func (w *acLaneWalk) record(i int, s0, s1, s2, s3 uint32) {
+	sc := w.sc
+	if max(sc.n[0], sc.n[1], sc.n[2], sc.n[3]) >= len(sc.ev[0]) {
+		sc.grow()
 	}
-	if s1 >= outFrom {
-		w.out(1, s1, w.from[1]+i+1)
-	}
-	if s2 >= outFrom {
-		w.out(2, s2, w.from[2]+i+1)
-	}
-	if s3 >= outFrom {
-		w.out(3, s3, w.from[3]+i+1)
+	outFrom, at := uint64(w.m.outFrom), uint64(i)<<32
+	n0, n1, n2, n3 := sc.n[0], sc.n[1], sc.n[2], sc.n[3]
+	sc.ev[0][n0] = at | uint64(s0)
+	sc.ev[1][n1] = at | uint64(s1)
+	sc.ev[2][n2] = at | uint64(s2)
+	sc.ev[3][n3] = at | uint64(s3)
+	sc.n[0] = n0 + acIsOut(uint64(s0), outFrom)
+	sc.n[1] = n1 + acIsOut(uint64(s1), outFrom)
+	sc.n[2] = n2 + acIsOut(uint64(s2), outFrom)
+	sc.n[3] = n3 + acIsOut(uint64(s3), outFrom)
+}
+
+// acIsOut returns 1 when the entry e (below 2^32) is at least outFrom, 0
+// otherwise, without a branch: e - outFrom wraps to a number with its top
+// bit set exactly when e < outFrom.
+func acIsOut(e, outFrom uint64) int {
+	return int((e-outFrom)>>63) ^ 1
+}
+
+// grow doubles the buffers, keeping the steps recorded.
+func (sc *acScratch) grow() {
+	for k := range sc.ev {
+		ev := make([]uint64, 2*len(sc.ev[k]))
+		copy(ev, sc.ev[k][:sc.n[k]])
+		sc.ev[k] = ev
 	}
 }
 
@@ -393,26 +424,9 @@ func (w *acLaneWalk) lanes32(delta []uint32, text []byte) [acLanes]uint32 {
 		if s0|s1|s2|s3 < outFrom {
 			continue
 		}
-		if s0 >= outFrom {
-			w.out(0, s0, i+1)
-		}
-		if s1 >= outFrom {
-			w.out(1, s1, from[1]+i+1)
-		}
-		if s2 >= outFrom {
-			w.out(2, s2, from[2]+i+1)
-		}
-		if s3 >= outFrom {
-			w.out(3, s3, from[3]+i+1)
-		}
+		w.record(i, s0, s1, s2, s3)
 	}
 	return [acLanes]uint32{s0, s1, s2, s3}
-}
-
-// acHit is an occurrence queued by scan.
-type acHit struct {
-	pattern int32
-	end     int
 }
 
 // entry returns the table entry at i (2*entry + class).

@@ -25,23 +25,24 @@ func naiveOccurrences(patterns []string, text []byte) [][2]int {
 }
 
 // checkACScan checks m's walk over text against a plain search for m's
-// patterns: every occurrence, in order of end, pending left empty.
+// patterns: every occurrence, in order of end.
 func checkACScan(t *testing.T, m *acMatcher, text []byte) {
+	t.Helper()
+	checkACScanWith(t, m, text, new(acScratch))
+}
+
+// checkACScanWith is checkACScan walking with scratch, which may hold
+// the buffers and steps of an earlier walk.
+func checkACScanWith(t *testing.T, m *acMatcher, text []byte, scratch *acScratch) {
 	t.Helper()
 	want := naiveOccurrences(m.patterns, text)
 	var got [][2]int
-	var pending [acLanes - 1][]acHit
-	m.scan(text, &pending, func(p, end int) {
+	m.scan(text, scratch, func(p, end int) {
 		if len(got) > 0 && end < got[len(got)-1][0] {
 			t.Fatalf("n=%d: end %d reported after %d", len(text), end, got[len(got)-1][0])
 		}
 		got = append(got, [2]int{end, p})
 	})
-	for _, p := range pending {
-		if len(p) != 0 {
-			t.Fatalf("n=%d: pending not emptied", len(text))
-		}
-	}
 	byEnd := func(a, b [2]int) int {
 		if c := cmp.Compare(a[0], b[0]); c != 0 {
 			return c
@@ -80,6 +81,40 @@ func TestACScanMatchesNaive(t *testing.T) {
 				}
 				checkACScan(t, m, []byte(b.String()[:n]))
 			}
+		}
+	}
+}
+
+// TestACScanScratchReused walks texts of many occurrences (more steps to
+// states with output than acScratch first holds) and of few, in turn, with
+// one scratch, as a Scanner's recycled scan states do: each walk finds
+// what a plain search does, whatever the walk before left in the scratch.
+func TestACScanScratchReused(t *testing.T) {
+	t.Parallel()
+	patterns := []string{"key", "ey", "token", "a", "passwd"}
+	for _, wide := range []bool{false, true} {
+		m := newACMatcherWidth(patterns, wide)
+		r := rand.New(rand.NewPCG(5, 6))
+		var scratch acScratch
+		for _, c := range []struct {
+			n     int
+			dense bool
+		}{{20000, true}, {3000, false}, {60000, true}, {5000, true}, {2000, false}, {100000, true}} {
+			var b strings.Builder
+			for b.Len() < c.n {
+				switch {
+				case c.dense && r.IntN(3) == 0:
+					b.WriteString(patterns[r.IntN(len(patterns))])
+				case c.dense:
+					b.WriteByte("akeytn"[r.IntN(6)])
+				default:
+					b.WriteByte("bcdfghijlmoqrsuvwxz "[r.IntN(20)])
+				}
+			}
+			checkACScanWith(t, m, []byte(b.String()[:c.n]), &scratch)
+		}
+		if len(scratch.ev[0]) <= acScratchMin {
+			t.Fatalf("wide %v: the buffers never grew (%d): the test needs denser texts", wide, len(scratch.ev[0]))
 		}
 	}
 }
@@ -134,10 +169,10 @@ func BenchmarkACScanDense1MB(b *testing.B) {
 	data := denseCorpus(1 << 20)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	var pending [acLanes - 1][]acHit
+	var scratch acScratch
 	hits := 0
 	for b.Loop() {
-		s.ac.scan(data, &pending, func(p, end int) { hits++ })
+		s.ac.scan(data, &scratch, func(p, end int) { hits++ })
 	}
 	_ = fmt.Sprint(hits)
 }

@@ -263,7 +263,7 @@ func TestGateMasks(t *testing.T) {
 	for range 200000 {
 		sh := candShape{digits: r.IntN(80), groups: r.IntN(80), firstLen: r.IntN(40), glued: r.IntN(2) == 0,
 			gluedOne: r.IntN(2) == 0, upper: r.IntN(2) == 0, alphaAfter: r.IntN(2) == 0, lead12: r.IntN(2) == 0}
-		m := s.gates.runs(sh)
+		m := s.gates.runs(&sh)
 		for i, d := range s.numeric {
 			if got, want := m&(1<<i) != 0, !sh.skips(d); got != want {
 				t.Fatalf("%+v: %s runs = %v, skips says %v", sh, d.id, got, want)

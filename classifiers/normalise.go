@@ -324,8 +324,9 @@ func normaliseChunk(src, buf []byte, segBuf []vseg, candBuf []cand) (*view, []ca
 	}
 	for i := 0; i < n; {
 		if i+16 <= n {
-			x0 := binary.LittleEndian.Uint64(src[i:])
-			x1 := binary.LittleEndian.Uint64(src[i+8:])
+			w := src[i : i+16 : i+16] // one bounds check for both words
+			x0 := binary.LittleEndian.Uint64(w[:8])
+			x1 := binary.LittleEndian.Uint64(w[8:])
 			a0 := (x0 + 0x5555555555555555) &^ (x0 + 0x0505050505050505) &^ x0 & hiBits
 			a1 := (x1 + 0x5555555555555555) &^ (x1 + 0x0505050505050505) &^ x1 & hiBits
 			if a0 != hiBits && a1 != hiBits && ((x0|x1)&hiBits == 0 || latin1Word(x0) && latin1Word(x1)) {
