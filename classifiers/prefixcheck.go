@@ -3,6 +3,7 @@ package classifiers
 import (
 	"bytes"
 	"regexp/syntax"
+	"unicode/utf8"
 )
 
 // A secret pattern that begins with a literal prefix, a few single bytes
@@ -15,119 +16,385 @@ import (
 // window merged from a prefix repeated end to end ("npm_npm_…",
 // "eyJeyJ…") is not read by the expression at all.
 
-// prefixRun is the shape a pattern's matches begin with.
+// prefixRun is the shape a pattern's matches begin with (one of them
+// for each alternative of a pattern that is an alternation).
 type prefixRun struct {
+	lead   []*[256]bool // one byte each, before the prefix
 	prefix []byte
 	fixed  []*[256]bool // one byte each, after the prefix
+	hasRun bool         // a run follows the fixed bytes
 	class  [256]bool    // the run after them
 	min    int          // its fewest bytes
 	exact  bool         // the run has exactly min bytes
 	next   int          // the byte that ends the run (not in class), or -1
+	// maxLen bounds the bytes of a match of the alternative the shape
+	// belongs to (-1: unbounded).
+	maxLen int
 }
+
+// maxShapes bounds the shapes a pattern expands to.
+const maxShapes = 16
 
 // newPrefixRun returns the prefix run of pat, or nil when pat does not
 // begin with a case-sensitive ASCII literal followed (after single bytes)
 // by a repeated ASCII character class of at least one byte.
 func newPrefixRun(pat string) *prefixRun {
+	ps := newPrefixRuns(pat)
+	if len(ps) != 1 || len(ps[0].lead) > 0 || !ps[0].hasRun {
+		return nil
+	}
+	return ps[0]
+}
+
+// newPrefixRuns returns the shapes every match of pat begins with: for
+// each alternative of its top (and each spelling of a small alternation
+// of literals in it), the single bytes before and after its first
+// case-sensitive ASCII literal and the class run that follows them. It
+// returns nil when an alternative has no such literal, when pat holds an
+// assertion (^, $, \b: a match then depends on the bytes around it) or
+// when the shapes would be more than maxShapes.
+func newPrefixRuns(pat string) []*prefixRun {
 	re := parseTop(pat)
-	if re == nil {
+	if re == nil || hasAssertion(re) {
 		return nil
 	}
-	if re.Op != syntax.OpConcat || len(re.Sub) < 2 {
+	alts := splitTop(re, nil)
+	if alts == nil {
 		return nil
 	}
-	lit := re.Sub[0]
-	if lit.Op != syntax.OpLiteral || lit.Flags&syntax.FoldCase != 0 {
-		return nil
-	}
-	p := prefixRun{next: -1}
-	for _, r := range lit.Rune {
-		if r >= 0x80 {
+	var out []*prefixRun
+	for _, alt := range alts {
+		ml := maxBytes(alt)
+		elems := flatten(alt)
+		seqs, k := expandSets(elems)
+		if len(seqs) == 0 || len(out)+len(seqs) > maxShapes {
 			return nil
 		}
-		p.prefix = append(p.prefix, byte(r))
-	}
-	// Single bytes: literals and classes, up to the run.
-	rest := re.Sub[1:]
-	for len(rest) > 0 {
-		e := rest[0]
-		if e.Op == syntax.OpLiteral && e.Flags&syntax.FoldCase == 0 {
-			for _, r := range e.Rune {
-				if r >= 0x80 {
-					return nil
-				}
-				var set [256]bool
-				set[r] = true
-				p.fixed = append(p.fixed, &set)
-			}
-		} else if e.Op == syntax.OpCharClass && len(rest) > 1 && !sameClass(e, rest[1]) {
-			set, ok := byteSet(e)
-			if !ok {
+		for _, seq := range seqs {
+			p := shapeOf(seq, elems[k:])
+			if p == nil {
 				return nil
 			}
-			p.fixed = append(p.fixed, set)
-		} else {
+			p.maxLen = ml
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// splitTop appends to out the alternatives re is the union of: those of
+// an alternation, and those of a sequence whose first alternation (after
+// single bytes only) is distributed over it, (ab|cd)e being abe|cde. It
+// returns nil past maxShapes alternatives.
+func splitTop(re *syntax.Regexp, out []*syntax.Regexp) []*syntax.Regexp {
+	if re.Op == syntax.OpAlternate {
+		for _, a := range re.Sub {
+			if out = splitTop(a, out); out == nil {
+				return nil
+			}
+		}
+		return out
+	}
+	elems := flatten(re)
+	for k, e := range elems {
+		if e.Op == syntax.OpAlternate {
+			for _, a := range e.Sub {
+				seq := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags}
+				seq.Sub = append(append(append(seq.Sub, elems[:k]...), a), elems[k+1:]...)
+				if out = splitTop(seq, out); out == nil {
+					return nil
+				}
+			}
+			return out
+		}
+		if e.Op != syntax.OpLiteral && e.Op != syntax.OpCharClass {
 			break
 		}
-		rest = rest[1:]
 	}
-	if len(rest) == 0 {
+	if len(out) >= maxShapes {
 		return nil
 	}
-	// The run: after Simplify, x{n,m} is n copies of x then optional
-	// ones, x{n,} is n-1 copies then x+, x{n} is n copies.
-	subs, after := rest[:1], rest[1:]
-	if rest[0].Op == syntax.OpConcat {
-		subs = rest[0].Sub
-	} else if rest[0].Op == syntax.OpCharClass {
-		subs = rest // consecutive copies in the outer sequence
-		after = nil
+	return append(out, re)
+}
+
+// flatten returns the sequence re matches as a list of elements: nested
+// sequences and captures spliced in.
+func flatten(re *syntax.Regexp) []*syntax.Regexp {
+	switch re.Op {
+	case syntax.OpCapture:
+		return flatten(re.Sub[0])
+	case syntax.OpConcat:
+		var out []*syntax.Regexp
+		for _, s := range re.Sub {
+			out = append(out, flatten(s)...)
+		}
+		return out
 	}
+	return []*syntax.Regexp{re}
+}
+
+// expandSets reads single bytes from the start of elems: literals, classes
+// (a block of copies of one class only while no literal byte has been read
+// and the block is of a fixed length) and small alternations of such
+// sequences, each spelling its own sequence. It returns the sequences and
+// how many elements they cover.
+func expandSets(elems []*syntax.Regexp) ([][]*[256]bool, int) {
+	seqs := [][]*[256]bool{nil}
+	lit := false // a literal byte has been read
+	k := 0
+	for k < len(elems) {
+		e := elems[k]
+		switch {
+		case e.Op == syntax.OpLiteral || e.Op == syntax.OpAlternate:
+			alts := finiteSeqs(e)
+			if alts == nil || len(seqs)*len(alts) > maxShapes {
+				return seqs, k
+			}
+			var next [][]*[256]bool
+			for _, s := range seqs {
+				for _, a := range alts {
+					next = append(next, append(s[:len(s):len(s)], a...))
+				}
+			}
+			seqs = next
+			lit = lit || e.Op == syntax.OpLiteral
+			k++
+		case e.Op == syntax.OpCharClass:
+			set, ok := byteSet(e)
+			if !ok {
+				return seqs, k
+			}
+			n := 1
+			for k+n < len(elems) && elems[k+n].Op == syntax.OpCharClass && elems[k+n].Equal(e) {
+				n++
+			}
+			if n > 1 || (k+1 < len(elems) && sameClass(e, elems[k+1])) {
+				// a run: lead bytes only before any literal, of a fixed
+				// length, and not too many
+				if lit || n > 64 || (k+n < len(elems) && sameClass(e, elems[k+n])) {
+					return seqs, k
+				}
+			}
+			for i := range seqs {
+				for range n {
+					seqs[i] = append(seqs[i], set)
+				}
+			}
+			k += n
+		default:
+			return seqs, k
+		}
+	}
+	return seqs, k
+}
+
+// finiteSeqs returns the byte sequences e matches when it is a literal, a
+// class, or a sequence or alternation of those (at most maxShapes), else
+// nil.
+func finiteSeqs(e *syntax.Regexp) [][]*[256]bool {
+	switch e.Op {
+	case syntax.OpLiteral:
+		if e.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		var seq []*[256]bool
+		for _, r := range e.Rune {
+			if r >= 0x80 {
+				return nil
+			}
+			var set [256]bool
+			set[r] = true
+			seq = append(seq, &set)
+		}
+		return [][]*[256]bool{seq}
+	case syntax.OpCharClass:
+		set, ok := byteSet(e)
+		if !ok {
+			return nil
+		}
+		return [][]*[256]bool{{set}}
+	case syntax.OpCapture:
+		return finiteSeqs(e.Sub[0])
+	case syntax.OpConcat:
+		out := [][]*[256]bool{nil}
+		for _, s := range e.Sub {
+			alts := finiteSeqs(s)
+			if alts == nil || len(out)*len(alts) > maxShapes {
+				return nil
+			}
+			var next [][]*[256]bool
+			for _, o := range out {
+				for _, a := range alts {
+					next = append(next, append(o[:len(o):len(o)], a...))
+				}
+			}
+			out = next
+		}
+		return out
+	case syntax.OpAlternate:
+		var out [][]*[256]bool
+		for _, s := range e.Sub {
+			alts := finiteSeqs(s)
+			if alts == nil || len(out)+len(alts) > maxShapes {
+				return nil
+			}
+			out = append(out, alts...)
+		}
+		return out
+	}
+	return nil
+}
+
+// shapeOf splits seq at its first literal (the first stretch of single-
+// byte sets, the first of two bytes or more when there is one) and reads
+// the class run that rest begins with.
+func shapeOf(seq []*[256]bool, rest []*syntax.Regexp) *prefixRun {
+	single := func(i int) int {
+		c := -1
+		for b := range 128 {
+			if seq[i][b] {
+				if c >= 0 {
+					return -1
+				}
+				c = b
+			}
+		}
+		return c
+	}
+	at, n := -1, 0
+	for i := 0; i < len(seq); {
+		if single(i) < 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(seq) && single(j) >= 0 {
+			j++
+		}
+		if at < 0 || (n < 2 && j-i >= 2) {
+			at, n = i, j-i
+		}
+		if n >= 2 {
+			break
+		}
+		i = j
+	}
+	if at < 0 {
+		return nil
+	}
+	p := &prefixRun{lead: seq[:at], fixed: seq[at+n:], next: -1}
+	for i := at; i < at+n; i++ {
+		p.prefix = append(p.prefix, byte(single(i)))
+	}
+	// The run: copies of one class, then x+ (more of it, the run whole),
+	// x* (the same) or optional copies (x{n,m}: not whole).
+	k := 0
 	var cls *syntax.Regexp
 	p.exact = true
-	k := 0
-	for ; k < len(subs); k++ {
-		c := subs[k]
-		plus := c.Op == syntax.OpPlus
-		if plus {
-			c = c.Sub[0]
+	whole := true
+	for ; k < len(rest); k++ {
+		c := rest[k]
+		if c.Op == syntax.OpCharClass && (cls == nil || c.Equal(cls)) {
+			cls = c
+			p.min++
+			continue
 		}
-		if c.Op != syntax.OpCharClass || cls != nil && !c.Equal(cls) {
-			break
-		}
-		cls = c
-		p.min++
-		if plus {
+		if (c.Op == syntax.OpPlus || c.Op == syntax.OpStar) && c.Sub[0].Op == syntax.OpCharClass && (cls == nil || c.Sub[0].Equal(cls)) {
+			cls = c.Sub[0]
+			if c.Op == syntax.OpPlus {
+				p.min++
+			}
 			p.exact = false
 			k++
-			break
+		} else if c.Op == syntax.OpQuest && cls != nil {
+			p.exact, whole = false, false
 		}
+		break
 	}
-	if cls == nil {
-		return nil
+	if cls == nil || p.min == 0 {
+		return p // fixed bytes only
 	}
 	set, ok := byteSet(cls)
 	if !ok {
-		return nil
+		return p
 	}
-	p.class = *set
-	// What follows the run: the ending byte is known when the run is
-	// whole (exact, or unbounded) and a literal outside the class comes
-	// next.
-	tail := append(subs[k:len(subs):len(subs)], after...)
-	if rest[0].Op == syntax.OpCharClass {
-		tail = subs[k:]
-	}
-	if k < len(subs) && (subs[k].Op == syntax.OpQuest || subs[k].Op == syntax.OpStar) {
-		p.exact = false
-		return &p // optional copies: no ending byte
-	}
-	if len(tail) > 0 && tail[0].Op == syntax.OpLiteral && tail[0].Flags&syntax.FoldCase == 0 {
-		if r := tail[0].Rune[0]; r < 0x80 && !p.class[r] {
+	p.hasRun, p.class = true, *set
+	if whole && k < len(rest) && rest[k].Op == syntax.OpLiteral && rest[k].Flags&syntax.FoldCase == 0 {
+		if r := rest[k].Rune[0]; r < 0x80 && !p.class[r] {
 			p.next = int(r)
 		}
 	}
-	return &p
+	return p
+}
+
+// hasAssertion reports whether re holds an empty-width assertion.
+func hasAssertion(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, s := range re.Sub {
+		if hasAssertion(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBytes bounds the bytes of a match of re, or -1 when its matches are
+// unbounded. A case-folded literal and a class reaching past ASCII count
+// utf8.UTFMax bytes a character.
+func maxBytes(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return 0
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			if re.Flags&syntax.FoldCase != 0 || r >= 0x80 {
+				n += utf8.UTFMax
+			} else {
+				n++
+			}
+		}
+		return n
+	case syntax.OpCharClass:
+		if len(re.Rune) > 0 && re.Rune[len(re.Rune)-1] < 0x80 {
+			return 1
+		}
+		return utf8.UTFMax
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxBytes(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxBytes(s)
+			if m < 0 {
+				return -1
+			}
+			n += m
+		}
+		return n
+	case syntax.OpAlternate:
+		n := 0
+		for _, s := range re.Sub {
+			m := maxBytes(s)
+			if m < 0 {
+				return -1
+			}
+			n = max(n, m)
+		}
+		return n
+	case syntax.OpRepeat:
+		m := maxBytes(re.Sub[0])
+		if m < 0 || re.Max < 0 {
+			return -1
+		}
+		return m * re.Max
+	}
+	return -1 // star, plus, no match
 }
 
 // sameClass reports whether b is a class equal to a (a run of copies).
@@ -163,15 +430,19 @@ func byteSet(cls *syntax.Regexp) (*[256]bool, bool) {
 // (they fail the same way), so every byte is read a bounded number of
 // times.
 func (p *prefixRun) from(text []byte, pos, hi int) int {
-	L := len(p.prefix) + len(p.fixed)
-	for pos < hi {
-		k := bytes.Index(text[pos:hi], p.prefix)
+	nl := len(p.lead)
+	L := nl + len(p.prefix) + len(p.fixed)
+	for pos+L <= hi {
+		k := bytes.Index(text[pos+nl:hi], p.prefix)
 		if k < 0 {
 			return -1
 		}
-		s := pos + k
-		e := s + len(p.prefix)
+		s := pos + k // the prefix is at s+nl
+		e := s + nl + len(p.prefix)
 		ok := e+len(p.fixed) <= hi
+		for i := nl - 1; ok && i >= 0; i-- {
+			ok = p.lead[i][text[s+i]]
+		}
 		for i := 0; ok && i < len(p.fixed); i++ {
 			ok = p.fixed[i][text[e+i]]
 		}
@@ -180,6 +451,9 @@ func (p *prefixRun) from(text []byte, pos, hi int) int {
 			continue
 		}
 		e += len(p.fixed)
+		if !p.hasRun {
+			return s
+		}
 		limit := hi // how far the run is read
 		if p.next < 0 {
 			limit = min(hi, e+p.min)

@@ -21,26 +21,137 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // calls fn for every match whose group g (0 = whole match) is not glued to
 // token bytes on either side in the full text (see matchWindow).
 //
-// A pattern that begins with a literal prefix and a class run (see
-// prefixRun) is searched from the first prefix the run follows, and not
-// at all where one of its required literals (requiredLiterals) is missing.
+// A pattern whose alternatives begin with a literal and single bytes
+// around it, then a class run (see newPrefixRuns), is tried only where
+// one of those shapes fits, and not at all where one of its required
+// literals (requiredLiterals) is missing after that place. Where every
+// alternative that fits has matches of at most n bytes, the expression is
+// anchored there and reads n bytes; otherwise it searches from there to
+// the window's end.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
-	pre := sync.OnceValue(func() *prefixRun { return newPrefixRun(re().String()) })
-	lits := sync.OnceValue(func() [][]byte { return requiredLiterals(re().String()) })
-	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
-		from := pos
-		if p := pre(); p != nil {
-			if from = p.from(text, pos, hi); from < 0 {
-				return nil
+	plan := sync.OnceValue(func() *regexPlan { return newRegexPlan(re()) })
+	return func(st *scanState, d *detector, lo, hi int) {
+		p := plan()
+		if p.shapes == nil {
+			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
+				return p.findSlow(text, pos, hi)
+			})
+			return
+		}
+		var c planCursor
+		c.reset(len(p.shapes), len(p.lits))
+		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
+			return p.find(&c, text, pos, hi)
+		})
+	}
+}
+
+// regexPlan is how regexWindow searches for a pattern.
+type regexPlan struct {
+	re       *regexp.Regexp
+	anchored *regexp.Regexp // ^(?:re)
+	shapes   []*prefixRun   // nil: searched from pos with re
+	lits     [][]byte       // required literals
+}
+
+func newRegexPlan(re *regexp.Regexp) *regexPlan {
+	p := &regexPlan{re: re, lits: requiredLiterals(re.String())}
+	if shapes := newPrefixRuns(re.String()); shapes != nil && len(shapes) <= maxShapes {
+		p.shapes = shapes
+		p.anchored = regexp.MustCompile(`^(?:` + re.String() + `)`)
+	}
+	return p
+}
+
+// planCursor is the state of one window's search: per shape, the next
+// place it fits (-2: not looked for; -1: none), and per required literal
+// its next place.
+type planCursor struct {
+	next [maxShapes]int
+	lit  [4]int
+}
+
+func (c *planCursor) reset(shapes, lits int) {
+	for i := range shapes {
+		c.next[i] = -2
+	}
+	for i := range min(lits, len(c.lit)) {
+		c.lit[i] = -2
+	}
+}
+
+// findSlow is the leftmost match of re in text[pos:hi] (none where a
+// required literal is missing).
+func (p *regexPlan) findSlow(text []byte, pos, hi int) []int {
+	for _, l := range p.lits {
+		if !bytes.Contains(text[pos:hi], l) {
+			return nil
+		}
+	}
+	return submatchFrom(p.re, text, pos, hi)
+}
+
+// find is the leftmost match of re in text[pos:hi] as absolute submatch
+// indices, or nil: found by trying the places where a shape fits, in
+// order.
+func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
+	for {
+		s := -1
+		for i, sh := range p.shapes {
+			n := c.next[i]
+			if n == -1 {
+				continue
+			}
+			if n < pos {
+				n = sh.from(text, pos, hi)
+				c.next[i] = n
+				if n < 0 {
+					continue
+				}
+			}
+			if s < 0 || n < s {
+				s = n
 			}
 		}
-		for _, l := range lits() {
-			if !bytes.Contains(text[from:hi], l) {
-				return nil
+		if s < 0 {
+			return nil
+		}
+		for i, l := range p.lits {
+			if i >= len(c.lit) {
+				if !bytes.Contains(text[s:hi], l) {
+					return nil
+				}
+				continue
+			}
+			if c.lit[i] < s {
+				k := bytes.Index(text[s:hi], l)
+				if k < 0 {
+					return nil
+				}
+				c.lit[i] = s + k
 			}
 		}
-		return submatchFrom(re(), text, from, hi)
-	}, g, token, fn)
+		// The shapes that fit at s say how far a match from s can reach.
+		n := 0
+		for i, sh := range p.shapes {
+			if c.next[i] != s {
+				continue
+			}
+			if sh.maxLen < 0 {
+				return submatchFrom(p.re, text, s, hi)
+			}
+			n = max(n, sh.maxLen)
+		}
+		if m := p.anchored.FindSubmatchIndex(text[s:min(hi, s+n)]); m != nil {
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += s
+				}
+			}
+			return m
+		}
+		pos = s + 1
+	}
 }
 
 // matchWindow returns a window function that calls fn for every match of
@@ -50,30 +161,38 @@ func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func
 // exactly as FindSubmatchIndex would, or nil.
 func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	return func(st *scanState, d *detector, lo, hi int) {
-		text := st.text
 		var mb [4]int
-		pos := lo
-		for pos < hi {
-			m := find(text, pos, hi, mb[:0])
-			if m == nil {
-				return
-			}
-			s, e := m[2*g], m[2*g+1]
-			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
-				// Every match starting inside the token run that begins
-				// here would fail the left boundary too: skip the run, so
-				// a long run of candidates costs linear, not quadratic, time.
-				pos = m[0] + 1
-				if g == 0 {
-					for pos < hi && token(text[pos]) {
-						pos++
-					}
-				}
-				continue
-			}
-			fn(st, d, s, e, m)
-			pos = max(m[1], m[0]+1)
+		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
+			return find(text, pos, hi, mb[:0])
+		})
+	}
+}
+
+// matchLoop is matchWindow's loop over text[lo:hi], find returning the
+// leftmost match in text[pos:hi].
+func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int) []int) {
+	text := st.text
+	pos := lo
+	for pos < hi {
+		m := find(text, pos, hi)
+		if m == nil {
+			return
 		}
+		s, e := m[2*g], m[2*g+1]
+		if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+			// Every match starting inside the token run that begins
+			// here would fail the left boundary too: skip the run, so
+			// a long run of candidates costs linear, not quadratic, time.
+			pos = m[0] + 1
+			if g == 0 {
+				for pos < hi && token(text[pos]) {
+					pos++
+				}
+			}
+			continue
+		}
+		fn(st, d, s, e, m)
+		pos = max(m[1], m[0]+1)
 	}
 }
 
