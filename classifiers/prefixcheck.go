@@ -25,8 +25,12 @@ type prefixRun struct {
 	hasRun bool         // a run follows the fixed bytes
 	class  [256]bool    // the run after them
 	min    int          // its fewest bytes
+	max    int          // its most bytes, or -1 (unbounded)
 	exact  bool         // the run has exactly min bytes
 	next   int          // the byte that ends the run (not in class), or -1
+	// tailMax bounds the bytes of a match after the run ends at next
+	// (-1: unbounded).
+	tailMax int
 	// maxLen bounds the bytes of a match of the alternative the shape
 	// belongs to (-1: unbounded).
 	maxLen int
@@ -47,8 +51,9 @@ func newPrefixRun(pat string) *prefixRun {
 }
 
 // newPrefixRuns returns the shapes every match of pat begins with: for
-// each alternative of its top (and each spelling of a small alternation
-// of literals in it), the single bytes before and after its first
+// each alternative of its top (and of a first alternation or optional
+// part of its sequence, and each spelling of a small alternation of
+// literals in it), the single bytes before and after its first
 // case-sensitive ASCII literal and the class run that follows them. It
 // returns nil when an alternative has no such literal, when pat holds an
 // assertion (^, $, \b: a match then depends on the bytes around it) or
@@ -84,8 +89,8 @@ func newPrefixRuns(pat string) []*prefixRun {
 
 // splitTop appends to out the alternatives re is the union of: those of
 // an alternation, and those of a sequence whose first alternation (after
-// single bytes only) is distributed over it, (ab|cd)e being abe|cde. It
-// returns nil past maxShapes alternatives.
+// single bytes only) is distributed over it, (ab|cd)e being abe|cde and
+// a(b)?c abc|ac. It returns nil past maxShapes alternatives.
 func splitTop(re *syntax.Regexp, out []*syntax.Regexp) []*syntax.Regexp {
 	if re.Op == syntax.OpAlternate {
 		for _, a := range re.Sub {
@@ -106,6 +111,21 @@ func splitTop(re *syntax.Regexp, out []*syntax.Regexp) []*syntax.Regexp {
 				}
 			}
 			return out
+		}
+		if e.Op == syntax.OpQuest {
+			if k > 0 && elems[k-1].Op == syntax.OpCharClass {
+				if _, ok := optCopies(e, elems[k-1]); ok {
+					break // the end of a run, x{n,m}
+				}
+			}
+			with := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags}
+			with.Sub = append(append(append(with.Sub, elems[:k]...), e.Sub[0]), elems[k+1:]...)
+			without := &syntax.Regexp{Op: syntax.OpConcat, Flags: re.Flags}
+			without.Sub = append(append(without.Sub, elems[:k]...), elems[k+1:]...)
+			if out = splitTop(with, out); out == nil {
+				return nil
+			}
+			return splitTop(without, out)
 		}
 		if e.Op != syntax.OpLiteral && e.Op != syntax.OpCharClass {
 			break
@@ -282,16 +302,15 @@ func shapeOf(seq []*[256]bool, rest []*syntax.Regexp) *prefixRun {
 	if at < 0 {
 		return nil
 	}
-	p := &prefixRun{lead: seq[:at], fixed: seq[at+n:], next: -1}
+	p := &prefixRun{lead: seq[:at], fixed: seq[at+n:], next: -1, tailMax: -1}
 	for i := at; i < at+n; i++ {
 		p.prefix = append(p.prefix, byte(single(i)))
 	}
-	// The run: copies of one class, then x+ (more of it, the run whole),
-	// x* (the same) or optional copies (x{n,m}: not whole).
+	// The run: copies of one class, then x+ or x* (more of it) or
+	// optional copies (x{n,m}).
 	k := 0
 	var cls *syntax.Regexp
-	p.exact = true
-	whole := true
+	p.max = -1
 	for ; k < len(rest); k++ {
 		c := rest[k]
 		if c.Op == syntax.OpCharClass && (cls == nil || c.Equal(cls)) {
@@ -304,12 +323,21 @@ func shapeOf(seq []*[256]bool, rest []*syntax.Regexp) *prefixRun {
 			if c.Op == syntax.OpPlus {
 				p.min++
 			}
-			p.exact = false
 			k++
-		} else if c.Op == syntax.OpQuest && cls != nil {
-			p.exact, whole = false, false
+			break
 		}
+		if cls != nil {
+			if n, ok := optCopies(c, cls); ok {
+				p.max = p.min + n
+				k++
+				break
+			}
+		}
+		p.max = p.min
 		break
+	}
+	if k == len(rest) && cls != nil && p.max < 0 && (rest[k-1].Op == syntax.OpCharClass) {
+		p.max = p.min // copies up to the pattern's end
 	}
 	if cls == nil || p.min == 0 {
 		return p // fixed bytes only
@@ -319,12 +347,46 @@ func shapeOf(seq []*[256]bool, rest []*syntax.Regexp) *prefixRun {
 		return p
 	}
 	p.hasRun, p.class = true, *set
-	if whole && k < len(rest) && rest[k].Op == syntax.OpLiteral && rest[k].Flags&syntax.FoldCase == 0 {
+	p.exact = p.max == p.min
+	p.tailMax = -1
+	if k < len(rest) && rest[k].Op == syntax.OpLiteral && rest[k].Flags&syntax.FoldCase == 0 {
 		if r := rest[k].Rune[0]; r < 0x80 && !p.class[r] {
 			p.next = int(r)
+			p.tailMax = maxBytes(&syntax.Regexp{Op: syntax.OpConcat, Sub: rest[k:]})
 		}
 	}
 	return p
+}
+
+// optCopies reports whether e is optional copies of class cls (the
+// simplified form of the part of cls{n,m} past n), and how many.
+func optCopies(e, cls *syntax.Regexp) (int, bool) {
+	if e.Op != syntax.OpQuest {
+		return 0, false
+	}
+	sub := e.Sub[0]
+	if sub.Equal(cls) {
+		return 1, true
+	}
+	if sub.Op != syntax.OpConcat || len(sub.Sub) == 0 {
+		return 0, false
+	}
+	n := 0
+	for i, x := range sub.Sub {
+		switch {
+		case x.Equal(cls):
+			n++
+		case i == len(sub.Sub)-1:
+			m, ok := optCopies(x, cls)
+			if !ok {
+				return 0, false
+			}
+			n += m
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 // hasAssertion reports whether re holds an empty-width assertion.
@@ -430,12 +492,18 @@ func byteSet(cls *syntax.Regexp) (*[256]bool, bool) {
 // (they fail the same way), so every byte is read a bounded number of
 // times.
 func (p *prefixRun) from(text []byte, pos, hi int) int {
+	s, _ := p.fromRun(text, pos, hi)
+	return s
+}
+
+// fromRun is from that also returns where the run read there ends.
+func (p *prefixRun) fromRun(text []byte, pos, hi int) (int, int) {
 	nl := len(p.lead)
 	L := nl + len(p.prefix) + len(p.fixed)
 	for pos+L <= hi {
 		k := bytes.Index(text[pos+nl:hi], p.prefix)
 		if k < 0 {
-			return -1
+			return -1, -1
 		}
 		s := pos + k // the prefix is at s+nl
 		e := s + nl + len(p.prefix)
@@ -452,33 +520,33 @@ func (p *prefixRun) from(text []byte, pos, hi int) int {
 		}
 		e += len(p.fixed)
 		if !p.hasRun {
-			return s
+			return s, e
 		}
 		limit := hi // how far the run is read
 		if p.next < 0 {
 			limit = min(hi, e+p.min)
-		} else if p.exact {
-			limit = min(hi, e+p.min+1)
+		} else if p.max >= 0 {
+			limit = min(hi, e+p.max+1)
 		}
 		r := 0
 		for e+r < limit && p.class[text[e+r]] {
 			r++
 		}
-		switch {
-		case r < p.min:
-		case p.next < 0:
-			return s
-		case p.exact && r != p.min:
-		case e+r < hi && int(text[e+r]) == p.next:
-			return s
+		// whole: the run read is the longest there (it did not stop at
+		// limit for being too long)
+		whole := e+r == hi || !p.class[text[e+r]]
+		if r >= p.min && (p.next < 0 || whole && e+r < hi && int(text[e+r]) == p.next && (p.max < 0 || r <= p.max)) {
+			return s, e + r
 		}
-		if p.exact {
-			pos = s + 1
-		} else {
+		// A start inside the run whose own run is this run's tail fails
+		// the same way unless this one failed for being too long.
+		if whole && (p.max < 0 || r <= p.max) {
 			pos = max(s+1, e+r-L+1)
+		} else {
+			pos = s + 1
 		}
 	}
-	return -1
+	return -1, -1
 }
 
 // requiredLiterals returns the literals of three bytes or more that every

@@ -67,13 +67,15 @@ func newRegexPlan(re *regexp.Regexp) *regexPlan {
 // place it fits (-2: not looked for; -1: none), and per required literal
 // its next place.
 type planCursor struct {
-	next [maxShapes]int
-	lit  [4]int
+	next   [maxShapes]int
+	runEnd [maxShapes]int // where the run of the shape at next ends
+	resume [maxShapes]int // where the shape is looked for again
+	lit    [4]int
 }
 
 func (c *planCursor) reset(shapes, lits int) {
 	for i := range shapes {
-		c.next[i] = -2
+		c.next[i], c.resume[i] = -2, 0
 	}
 	for i := range min(lits, len(c.lit)) {
 		c.lit[i] = -2
@@ -103,7 +105,7 @@ func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
 				continue
 			}
 			if n < pos {
-				n = sh.from(text, pos, hi)
+				n, c.runEnd[i] = sh.fromRun(text, max(pos, c.resume[i]), hi)
 				c.next[i] = n
 				if n < 0 {
 					continue
@@ -131,16 +133,22 @@ func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
 				c.lit[i] = s + k
 			}
 		}
-		// The shapes that fit at s say how far a match from s can reach.
+		// The shapes that fit at s say how far a match from s can reach:
+		// their longest match, or the run they read there and the
+		// longest tail after it.
 		n := 0
 		for i, sh := range p.shapes {
 			if c.next[i] != s {
 				continue
 			}
-			if sh.maxLen < 0 {
+			switch {
+			case sh.maxLen >= 0:
+				n = max(n, sh.maxLen)
+			case sh.tailMax >= 0:
+				n = max(n, c.runEnd[i]-s+sh.tailMax)
+			default:
 				return submatchFrom(p.re, text, s, hi)
 			}
-			n = max(n, sh.maxLen)
 		}
 		if m := p.anchored.FindSubmatchIndex(text[s:min(hi, s+n)]); m != nil {
 			for k := range m {
@@ -149,6 +157,14 @@ func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
 				}
 			}
 			return m
+		}
+		// No match at s: a shape whose run ends at its ending byte fails
+		// the same way from a start inside that run (what follows the
+		// run is the same).
+		for i, sh := range p.shapes {
+			if c.next[i] == s && sh.next >= 0 {
+				c.resume[i] = max(s+1, c.runEnd[i]-len(sh.lead)-len(sh.prefix)-len(sh.fixed)+1)
+			}
 		}
 		pos = s + 1
 	}
