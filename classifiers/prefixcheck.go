@@ -31,9 +31,25 @@ type prefixRun struct {
 	// tailMax bounds the bytes of a match after the run ends at next
 	// (-1: unbounded).
 	tailMax int
+	// more are the parts that follow next, as far as they are single
+	// bytes and runs each followed by a byte outside its class (so that
+	// a match takes the whole run).
+	more []chainPart
 	// maxLen bounds the bytes of a match of the alternative the shape
 	// belongs to (-1: unbounded).
 	maxLen int
+}
+
+// chainPart is one byte of a set (run false) or a run of min to max
+// (-1: any number) bytes of set. A run is taken whole when follow (what
+// comes next cannot start with a byte of set) or last (the pattern ends
+// there, the run is greedy); else only its min bytes are checked and the
+// chain ends with it.
+type chainPart struct {
+	set          *[256]bool
+	run          bool
+	min, max     int
+	follow, last bool
 }
 
 // maxShapes bounds the shapes a pattern expands to.
@@ -353,9 +369,153 @@ func shapeOf(seq []*[256]bool, rest []*syntax.Regexp) *prefixRun {
 		if r := rest[k].Rune[0]; r < 0x80 && !p.class[r] {
 			p.next = int(r)
 			p.tailMax = maxBytes(&syntax.Regexp{Op: syntax.OpConcat, Sub: rest[k:]})
+			p.more = chainOf(rest[k].Rune[1:], rest[k+1:])
 		}
 	}
 	return p
+}
+
+// chainOf reads the chain parts of the literal runes lit and then elems.
+func chainOf(lit []rune, elems []*syntax.Regexp) []chainPart {
+	var out []chainPart
+	for _, r := range lit {
+		if r >= 0x80 {
+			return out
+		}
+		var set [256]bool
+		set[r] = true
+		out = append(out, chainPart{set: &set})
+	}
+	for k := 0; k < len(elems); {
+		e := elems[k]
+		if e.Op == syntax.OpLiteral {
+			if e.Flags&syntax.FoldCase != 0 {
+				return out
+			}
+			for _, r := range e.Rune {
+				if r >= 0x80 {
+					return out
+				}
+				var set [256]bool
+				set[r] = true
+				out = append(out, chainPart{set: &set})
+			}
+			k++
+			continue
+		}
+		// copies of a class, then x+, x* or optional copies
+		var cls *syntax.Regexp
+		n, m := 0, -2
+		for k < len(elems) {
+			c := elems[k]
+			if c.Op == syntax.OpCharClass && (cls == nil || c.Equal(cls)) {
+				cls = c
+				n++
+				k++
+				continue
+			}
+			if (c.Op == syntax.OpPlus || c.Op == syntax.OpStar) && c.Sub[0].Op == syntax.OpCharClass && (cls == nil || c.Sub[0].Equal(cls)) {
+				cls = c.Sub[0]
+				if c.Op == syntax.OpPlus {
+					n++
+				}
+				m = -1
+				k++
+			} else if cls != nil {
+				if o, ok := optCopies(c, cls); ok {
+					m = n + o
+					k++
+				}
+			}
+			break
+		}
+		if cls == nil {
+			return out
+		}
+		set, ok := byteSet(cls)
+		if !ok {
+			return out
+		}
+		if m == -2 {
+			m = n
+		}
+		if n == 1 && m == 1 {
+			out = append(out, chainPart{set: set})
+			continue
+		}
+		part := chainPart{set: set, run: true, min: n, max: m}
+		if k == len(elems) {
+			part.last = true
+		} else if f := firstSet(elems[k]); f != nil && disjoint(f, set) {
+			part.follow = true
+		}
+		out = append(out, part)
+		if !part.follow {
+			return out
+		}
+	}
+	return out
+}
+
+// firstSet returns the bytes a match of e can begin with when e is a
+// case-sensitive ASCII literal or class, else nil.
+func firstSet(e *syntax.Regexp) *[256]bool {
+	switch {
+	case e.Op == syntax.OpLiteral && e.Flags&syntax.FoldCase == 0 && e.Rune[0] < 0x80:
+		var set [256]bool
+		set[e.Rune[0]] = true
+		return &set
+	case e.Op == syntax.OpCharClass:
+		if set, ok := byteSet(e); ok {
+			return set
+		}
+	case e.Op == syntax.OpPlus && e.Sub[0].Op == syntax.OpCharClass:
+		if set, ok := byteSet(e.Sub[0]); ok {
+			return set
+		}
+	}
+	return nil
+}
+
+func disjoint(a, b *[256]bool) bool {
+	for i := range a {
+		if a[i] && b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// chainFits reports whether p.more holds at text[q:hi].
+func (p *prefixRun) chainFits(text []byte, q, hi int) bool {
+	for _, c := range p.more {
+		if !c.run {
+			if q >= hi || !c.set[text[q]] {
+				return false
+			}
+			q++
+			continue
+		}
+		limit := hi
+		switch {
+		case !c.follow: // only its fewest bytes are needed
+			limit = min(hi, q+c.min)
+		case c.max >= 0:
+			limit = min(hi, q+c.max+1)
+		}
+		r := 0
+		for q+r < limit && c.set[text[q+r]] {
+			r++
+		}
+		if r < c.min || c.follow && c.max >= 0 && r > c.max {
+			return false
+		}
+		if !c.follow {
+			return true
+		}
+		q += r
+	}
+	return true
 }
 
 // optCopies reports whether e is optional copies of class cls (the
@@ -535,11 +695,12 @@ func (p *prefixRun) fromRun(text []byte, pos, hi int) (int, int) {
 		// whole: the run read is the longest there (it did not stop at
 		// limit for being too long)
 		whole := e+r == hi || !p.class[text[e+r]]
-		if r >= p.min && (p.next < 0 || whole && e+r < hi && int(text[e+r]) == p.next && (p.max < 0 || r <= p.max)) {
+		if r >= p.min && (p.next < 0 || whole && e+r < hi && int(text[e+r]) == p.next && (p.max < 0 || r <= p.max) && p.chainFits(text, e+r+1, hi)) {
 			return s, e + r
 		}
 		// A start inside the run whose own run is this run's tail fails
-		// the same way unless this one failed for being too long.
+		// the same way (what follows the run is the same) unless this
+		// one failed for being too long.
 		if whole && (p.max < 0 || r <= p.max) {
 			pos = max(s+1, e+r-L+1)
 		} else {
