@@ -441,3 +441,88 @@ func TestShapeChain(t *testing.T) {
 		}
 	}
 }
+
+// checkFinder compares, from every pos in [lo, hi), a hand-written finder
+// with the expression it replaces.
+func checkFinder(t *testing.T, re *regexp.Regexp, find func(text []byte, pos, hi int, m []int) []int, text []byte, lo, hi int) {
+	t.Helper()
+	for pos := lo; pos < hi; pos++ {
+		want := submatchFrom(re, text, pos, hi)
+		got := find(text, pos, hi, nil)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s on %q [%d:%d] from %d: got %v, want %v", re, text, lo, hi, pos, got, want)
+		}
+	}
+}
+
+// TestFindJWTDifferential checks findJWT against jwtPattern on random
+// texts of tokens, their parts and repeated starts.
+func TestFindJWTDifferential(t *testing.T) {
+	re := regexp.MustCompile(jwtPattern)
+	tree, err := syntax.Parse(jwtPattern, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(7, 19))
+	for range 2000 {
+		text := advText(r, re, tree)
+		lo := r.IntN(len(text) / 4)
+		hi := len(text) - r.IntN(len(text)/4)
+		checkFinder(t, re, findJWT, text, lo, hi)
+	}
+	for _, text := range []string{"eyJhbGciOiJIUzI1NiJ9.eyJhbGciOiJIUzI1NiJ9.", "eyJeyJeyJeyJab.eyJab.", "eyJabcde.eyJa.eyJabcdef.eyJab.x", "eyJabcde.eyJ", "eyJab.eyJabcde.eyJxy.z"} {
+		checkFinder(t, re, findJWT, []byte(text), 0, len(text))
+	}
+}
+
+func FuzzFindJWT(f *testing.F) {
+	f.Add([]byte("eyJhbGciOiJIUzI1NiJ9.eyJzdWIi.sig eyJ"), 0)
+	f.Add([]byte("eyJeyJeyJabcde.eyJeyJab..eyJ"), 2)
+	re := regexp.MustCompile(jwtPattern)
+	f.Fuzz(func(t *testing.T, text []byte, lo int) {
+		if lo < 0 || lo > len(text) {
+			return
+		}
+		checkFinder(t, re, findJWT, text, lo, len(text))
+	})
+}
+
+// TestFindPEMDifferential checks findPEM against pemPattern on random
+// texts of blocks, their parts, repeated headers and non-ASCII bodies.
+func TestFindPEMDifferential(t *testing.T) {
+	re := regexp.MustCompile(pemPattern)
+	tree, err := syntax.Parse(pemPattern, syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 19))
+	for range 1500 {
+		text := advText(r, re, tree)
+		lo := r.IntN(len(text) / 4)
+		hi := len(text) - r.IntN(len(text)/4)
+		checkFinder(t, re, findPEM, text, lo, hi)
+	}
+	for _, text := range []string{
+		"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
+		"-----BEGIN PGP PRIVATE KEY BLOCK-----ééééééééééééééé\xff-----END PGP PRIVATE KEY BLOCK-----",
+		"-----BEGIN RSA PRIVATE KEY-----0123456789abcde-----END AB-----END ABC-----",
+		"-----BEGIN PRIVATE KEY-----0123456789abcde-----END ABC-----",
+		"-----BEGIN PRIVATE KEY-----0123456789abcdé-----END ABC-----",
+		"-----BEGIN PRIVATE KEY-----0123456789abcdef-----END ABC-----",
+		"-----BEGIN EC PRIVATE KEY----------END ABC----------END ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP-----",
+	} {
+		checkFinder(t, re, findPEM, []byte(text), 0, len(text))
+	}
+}
+
+func FuzzFindPEM(f *testing.F) {
+	f.Add([]byte("-----BEGIN PRIVATE KEY-----\nMIIEabcdefghijklmnop\n-----END PRIVATE KEY-----"), 0)
+	f.Add([]byte("-----BEGIN PGP PRIVATE KEY BLOCK-----\xc3\xa9\xff-----END X-----END ABC-----"), 1)
+	re := regexp.MustCompile(pemPattern)
+	f.Fuzz(func(t *testing.T, text []byte, lo int) {
+		if lo < 0 || lo > len(text) {
+			return
+		}
+		checkFinder(t, re, findPEM, text, lo, len(text))
+	})
+}
