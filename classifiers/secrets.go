@@ -34,14 +34,14 @@ func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func
 	return func(st *scanState, d *detector, lo, hi int) {
 		p := plan()
 		if p.shapes == nil {
-			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
+			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
 				return p.findSlow(text, pos, hi)
 			})
 			return
 		}
 		var c planCursor
 		c.reset(len(p.shapes), len(p.lits))
-		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
+		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
 			return p.find(&c, text, pos, hi)
 		})
 	}
@@ -178,20 +178,40 @@ func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
 // exactly as FindSubmatchIndex would, or nil.
 func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	return func(st *scanState, d *detector, lo, hi int) {
+		text := st.text
 		var mb [8]int
-		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int) []int {
-			return find(text, pos, hi, mb[:0])
-		})
+		pos := lo
+		for pos < hi {
+			m := find(text, pos, hi, mb[:0])
+			if m == nil {
+				return
+			}
+			s, e := m[2*g], m[2*g+1]
+			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+				// Every match starting inside the token run that begins
+				// here would fail the left boundary too: skip the run, so
+				// a long run of candidates costs linear, not quadratic, time.
+				pos = m[0] + 1
+				if g == 0 {
+					for pos < hi && token(text[pos]) {
+						pos++
+					}
+				}
+				continue
+			}
+			fn(st, d, s, e, m)
+			pos = max(m[1], m[0]+1)
+		}
 	}
 }
 
-// matchLoop is matchWindow's loop over text[lo:hi], find returning the
-// leftmost match in text[pos:hi].
-func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int) []int) {
+// matchLoop is matchWindow's loop over text[lo:hi] for finders without a
+// buffer (m is nil).
+func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int, m []int) []int) {
 	text := st.text
 	pos := lo
 	for pos < hi {
-		m := find(text, pos, hi)
+		m := find(text, pos, hi, nil)
 		if m == nil {
 			return
 		}
@@ -472,7 +492,6 @@ func secretDetectors() []*detector {
 func jwtWindow(st *scanState, d *detector, lo, hi int) {
 	var last []byte // the header and payload of the last token checked
 	lastOK := false
-	var mb [2]int
 	matchLoop(st, d, lo, hi, 0, isB64URLByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
 		t := st.text[lo:hi]
 		hp := t[:bytes.LastIndexByte(t, '.')]
@@ -489,9 +508,7 @@ func jwtWindow(st *scanState, d *detector, lo, hi int) {
 			conf = 0.7 // unsigned (alg none)
 		}
 		st.emit(d.idx, lo, hi, conf, t, maskPrefix(3))
-	}, func(text []byte, pos, hi int) []int {
-		return findJWT(text, pos, hi, mb[:0])
-	})
+	}, findJWT)
 }
 
 // pemPattern is what findPEM matches.
