@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // lazyRE returns a function that compiles pat on its first call and
@@ -21,26 +22,153 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // calls fn for every match whose group g (0 = whole match) is not glued to
 // token bytes on either side in the full text (see matchWindow).
 //
-// A pattern that begins with a literal prefix and a class run (see
-// prefixRun) is searched from the first prefix the run follows, and not
-// at all where one of its required literals (requiredLiterals) is missing.
+// A pattern whose alternatives begin with a literal and single bytes
+// around it, then a class run (see newPrefixRuns), is tried only where
+// one of those shapes fits, and not at all where one of its required
+// literals (requiredLiterals) is missing after that place. Where every
+// alternative that fits has matches of at most n bytes, the expression is
+// anchored there and reads n bytes; otherwise it searches from there to
+// the window's end.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
-	pre := sync.OnceValue(func() *prefixRun { return newPrefixRun(re().String()) })
-	lits := sync.OnceValue(func() [][]byte { return requiredLiterals(re().String()) })
-	return matchWindow(func(text []byte, pos, hi int, _ []int) []int {
-		from := pos
-		if p := pre(); p != nil {
-			if from = p.from(text, pos, hi); from < 0 {
-				return nil
+	plan := sync.OnceValue(func() *regexPlan { return newRegexPlan(re()) })
+	return func(st *scanState, d *detector, lo, hi int) {
+		p := plan()
+		if p.shapes == nil {
+			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
+				return p.findSlow(text, pos, hi)
+			})
+			return
+		}
+		var c planCursor
+		c.reset(len(p.shapes), len(p.lits))
+		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
+			return p.find(&c, text, pos, hi)
+		})
+	}
+}
+
+// regexPlan is how regexWindow searches for a pattern.
+type regexPlan struct {
+	re       *regexp.Regexp
+	anchored *regexp.Regexp // ^(?:re)
+	shapes   []*prefixRun   // nil: searched from pos with re
+	lits     [][]byte       // required literals
+}
+
+func newRegexPlan(re *regexp.Regexp) *regexPlan {
+	p := &regexPlan{re: re, lits: requiredLiterals(re.String())}
+	if shapes := newPrefixRuns(re.String()); shapes != nil && len(shapes) <= maxShapes {
+		p.shapes = shapes
+		p.anchored = regexp.MustCompile(`^(?:` + re.String() + `)`)
+	}
+	return p
+}
+
+// planCursor is the state of one window's search: per shape, the next
+// place it fits (-2: not looked for; -1: none), and per required literal
+// its next place.
+type planCursor struct {
+	next   [maxShapes]int
+	runEnd [maxShapes]int // where the run of the shape at next ends
+	resume [maxShapes]int // where the shape is looked for again
+	lit    [4]int
+}
+
+func (c *planCursor) reset(shapes, lits int) {
+	for i := range shapes {
+		c.next[i], c.resume[i] = -2, 0
+	}
+	for i := range min(lits, len(c.lit)) {
+		c.lit[i] = -2
+	}
+}
+
+// findSlow is the leftmost match of re in text[pos:hi] (none where a
+// required literal is missing).
+func (p *regexPlan) findSlow(text []byte, pos, hi int) []int {
+	for _, l := range p.lits {
+		if !bytes.Contains(text[pos:hi], l) {
+			return nil
+		}
+	}
+	return submatchFrom(p.re, text, pos, hi)
+}
+
+// find is the leftmost match of re in text[pos:hi] as absolute submatch
+// indices, or nil: found by trying the places where a shape fits, in
+// order.
+func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
+	for {
+		s := -1
+		for i, sh := range p.shapes {
+			n := c.next[i]
+			if n == -1 {
+				continue
+			}
+			if n < pos {
+				n, c.runEnd[i] = sh.fromRun(text, max(pos, c.resume[i]), hi)
+				c.next[i] = n
+				if n < 0 {
+					continue
+				}
+			}
+			if s < 0 || n < s {
+				s = n
 			}
 		}
-		for _, l := range lits() {
-			if !bytes.Contains(text[from:hi], l) {
-				return nil
+		if s < 0 {
+			return nil
+		}
+		for i, l := range p.lits {
+			if i >= len(c.lit) {
+				if !bytes.Contains(text[s:hi], l) {
+					return nil
+				}
+				continue
+			}
+			if c.lit[i] < s {
+				k := bytes.Index(text[s:hi], l)
+				if k < 0 {
+					return nil
+				}
+				c.lit[i] = s + k
 			}
 		}
-		return submatchFrom(re(), text, from, hi)
-	}, g, token, fn)
+		// The shapes that fit at s say how far a match from s can reach:
+		// their longest match, or the run they read there and the
+		// longest tail after it.
+		n := 0
+		for i, sh := range p.shapes {
+			if c.next[i] != s {
+				continue
+			}
+			switch {
+			case sh.maxLen >= 0:
+				n = max(n, sh.maxLen)
+			case sh.tailMax >= 0:
+				n = max(n, c.runEnd[i]-s+sh.tailMax)
+			default:
+				return submatchFrom(p.re, text, s, hi)
+			}
+		}
+		if m := p.anchored.FindSubmatchIndex(text[s:min(hi, s+n)]); m != nil {
+			for k := range m {
+				if m[k] >= 0 {
+					m[k] += s
+				}
+			}
+			return m
+		}
+		// No match at s: a shape whose run ends at its ending byte fails
+		// the same way from a start inside that run (what follows the
+		// run is the same).
+		for i, sh := range p.shapes {
+			if c.next[i] == s && sh.next >= 0 {
+				c.resume[i] = max(s+1, c.runEnd[i]-len(sh.lead)-len(sh.prefix)-len(sh.fixed)+1)
+			}
+		}
+		pos = s + 1
+	}
 }
 
 // matchWindow returns a window function that calls fn for every match of
@@ -51,7 +179,7 @@ func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func
 func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	return func(st *scanState, d *detector, lo, hi int) {
 		text := st.text
-		var mb [4]int
+		var mb [8]int
 		pos := lo
 		for pos < hi {
 			m := find(text, pos, hi, mb[:0])
@@ -77,6 +205,34 @@ func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, toke
 	}
 }
 
+// matchLoop is matchWindow's loop over text[lo:hi] for finders without a
+// buffer (m is nil).
+func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int, m []int) []int) {
+	text := st.text
+	pos := lo
+	for pos < hi {
+		m := find(text, pos, hi, nil)
+		if m == nil {
+			return
+		}
+		s, e := m[2*g], m[2*g+1]
+		if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
+			// Every match starting inside the token run that begins
+			// here would fail the left boundary too: skip the run, so
+			// a long run of candidates costs linear, not quadratic, time.
+			pos = m[0] + 1
+			if g == 0 {
+				for pos < hi && token(text[pos]) {
+					pos++
+				}
+			}
+			continue
+		}
+		fn(st, d, s, e, m)
+		pos = max(m[1], m[0]+1)
+	}
+}
+
 // findGitHubToken matches gh[pousr]_[A-Za-z0-9]{36} or
 // github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59} (the two cannot start at the
 // same offset).
@@ -99,6 +255,39 @@ func findGitHubToken(text []byte, pos, hi int, m []int) []int {
 		if s+93 <= hi && string(text[s:s+11]) == "github_pat_" && alnumRun(s+11, 22) && text[s+33] == '_' && alnumRun(s+34, 59) {
 			return append(m, s, s+93)
 		}
+	}
+	return nil
+}
+
+// jwtPattern is what findJWT matches.
+const jwtPattern = `eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`
+
+// findJWT matches jwtPattern: eyJ, five or more base64url bytes, '.',
+// eyJ, two or more, '.', any number. Each run is taken whole (the byte
+// after it is not base64url), so a start inside the first run of a failed
+// start fails the same way and the search resumes after that run: every
+// byte is read at most twice.
+func findJWT(text []byte, pos, hi int, m []int) []int {
+	run := func(i int) int {
+		for i < hi && isB64URLByte(text[i]) {
+			i++
+		}
+		return i
+	}
+	eyJ := func(i int) bool { return i+3 <= hi && text[i] == 'e' && text[i+1] == 'y' && text[i+2] == 'J' }
+	for pos+3 <= hi {
+		k := bytes.Index(text[pos:hi], []byte("eyJ"))
+		if k < 0 {
+			return nil
+		}
+		s := pos + k
+		e1 := run(s + 3)
+		if e1-s-3 >= 5 && e1 < hi && text[e1] == '.' && eyJ(e1+1) {
+			if e2 := run(e1 + 4); e2-e1-4 >= 2 && e2 < hi && text[e2] == '.' {
+				return append(m, s, run(e2+1))
+			}
+		}
+		pos = e1
 	}
 	return nil
 }
@@ -169,8 +358,6 @@ func secretDetectors() []*detector {
 	npm := lazyRE(`npm_[A-Za-z0-9]{36}`)
 	twilio := lazyRE(`SK[0-9a-fA-F]{32}|(?i:auth_?token)["']?\s*(?:=|:)\s*["']?([0-9a-f]{32})`)
 	sendgrid := lazyRE(`SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}`)
-	pem := lazyRE(`-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`)
-	jwt := lazyRE(`eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*`)
 	gcp := lazyRE(`"private_key_id"\s*:\s*"([0-9a-f]{40})"`)
 
 	return []*detector{
@@ -283,20 +470,10 @@ func secretDetectors() []*detector {
 		{id: "secret.sendgrid", cat: CategorySecret, desc: "SendGrid API key (SG.<22>.<43>)",
 			keywords: []string{"sg."}, after: 70, window: regexWindow(sendgrid, 0, isTokenByte, simple(0.95, 3, nil))},
 		{id: "secret.private_key", cat: CategorySecret, desc: "Private key block (PEM, OpenSSH, PGP): matching BEGIN/END labels, base64 body that decodes (ASN.1 or openssh-key-v1)",
-			keywords: []string{"-----begin "}, after: 16100, window: regexWindow(pem, 0, notToken, pemMatch)},
+			keywords: []string{"-----begin "}, after: 16100, window: matchWindow(findPEM, 0, notToken, pemMatch)},
 		{id: "secret.jwt", cat: CategorySecret, desc: "JSON Web Token (header decodes to JSON with \"alg\")",
 			keywords: []string{"eyj"}, after: 14100,
-			window: regexWindow(jwt, 0, isB64URLByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
-				v := string(st.text[lo:hi])
-				if !validJWT(v) {
-					return
-				}
-				conf := 0.9
-				if strings.HasSuffix(v, ".") {
-					conf = 0.7 // unsigned (alg none)
-				}
-				st.emitString(d.idx, lo, hi, conf, v, maskPrefix(3))
-			})},
+			window: jwtWindow},
 		{id: "secret.connection_string", cat: CategorySecret, desc: "Password in a connection URI (scheme://user:password@host); the password is the finding",
 			keywords: []string{"://"}, hit: connStringHit},
 		{id: "secret.gcp_service_account", cat: CategorySecret, desc: "Google Cloud service account key file (JSON with type service_account and a private_key_id)",
@@ -307,6 +484,97 @@ func secretDetectors() []*detector {
 		{id: "secret.generic", cat: CategorySecret, desc: "Secret assigned to a name such as password, secret, api_key, token, mot_de_passe (entropy floor, stop words)",
 			keywords: genericKeys, hit: genericHit},
 	}
+}
+
+// jwtWindow reports the tokens findJWT finds in text[lo:hi] whose header
+// and payload validJWT accepts. The header and payload last decoded are
+// remembered, so a window of one token's parts repeated decodes them once.
+func jwtWindow(st *scanState, d *detector, lo, hi int) {
+	var last []byte // the header and payload of the last token checked
+	lastOK := false
+	matchLoop(st, d, lo, hi, 0, isB64URLByte, func(st *scanState, d *detector, lo, hi int, _ []int) {
+		t := st.text[lo:hi]
+		hp := t[:bytes.LastIndexByte(t, '.')]
+		ok := lastOK
+		if last == nil || !bytes.Equal(hp, last) {
+			ok = validJWT(string(t))
+			last, lastOK = hp, ok
+		}
+		if !ok {
+			return
+		}
+		conf := 0.9
+		if t[len(t)-1] == '.' {
+			conf = 0.7 // unsigned (alg none)
+		}
+		st.emit(d.idx, lo, hi, conf, t, maskPrefix(3))
+	}, findJWT)
+}
+
+// pemPattern is what findPEM matches.
+const pemPattern = `-----BEGIN ((?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?)-----((?s:.){16}(?s:.)*?)-----END ([A-Z ]{3,40})-----`
+
+// pemKinds are the words pemPattern allows before PRIVATE KEY.
+var pemKinds = []string{"RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ", "PGP "}
+
+// findPEM matches pemPattern (groups: the label, the body, the END label).
+// The label admits one reading (no two of its words, nor a word and
+// PRIVATE, start alike); the body is 16 characters, then up to the first
+// -----END <3 to 40 capitals or spaces>----- (a '-' always starts a
+// character). When a BEGIN's body has no END after it, no later BEGIN's
+// has: each byte is read at most twice.
+func findPEM(text []byte, pos, hi int, m []int) []int {
+	has := func(i int, lit string) bool { return i+len(lit) <= hi && string(text[i:i+len(lit)]) == lit }
+	for pos < hi {
+		k := bytes.Index(text[pos:hi], []byte("-----BEGIN "))
+		if k < 0 {
+			return nil
+		}
+		s := pos + k
+		pos = s + 1
+		i := s + len("-----BEGIN ")
+		for _, w := range pemKinds {
+			if has(i, w) {
+				i += len(w)
+				break
+			}
+		}
+		if !has(i, "PRIVATE KEY") {
+			continue
+		}
+		i += len("PRIVATE KEY")
+		if has(i, " BLOCK") {
+			i += len(" BLOCK")
+		}
+		if !has(i, "-----") {
+			continue
+		}
+		labelEnd, body := i, i+5
+		q := body
+		for n := 0; n < 16; n++ {
+			if q >= hi {
+				return nil
+			}
+			_, w := utf8.DecodeRune(text[q:hi])
+			q += w
+		}
+		for {
+			e := bytes.Index(text[q:hi], []byte("-----END "))
+			if e < 0 {
+				return nil
+			}
+			p := q + e
+			r := p + len("-----END ")
+			for r < hi && r-p-9 <= 40 && (text[r] >= 'A' && text[r] <= 'Z' || text[r] == ' ') {
+				r++
+			}
+			if n := r - p - 9; n >= 3 && n <= 40 && has(r, "-----") {
+				return append(m, s, r+5, s+len("-----BEGIN "), labelEnd, body, p, p+9, r)
+			}
+			q = p + 1
+		}
+	}
+	return nil
 }
 
 // pemMatch validates a private key block: BEGIN and END labels agree and
