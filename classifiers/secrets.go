@@ -36,14 +36,14 @@ func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func
 		if p.shapes == nil {
 			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
 				return p.findSlow(text, pos, hi)
-			})
+			}, nil)
 			return
 		}
 		var c planCursor
 		c.reset(len(p.shapes), len(p.lits))
 		matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
 			return p.find(&c, text, pos, hi)
-		})
+		}, nil)
 	}
 }
 
@@ -178,40 +178,18 @@ func (p *regexPlan) find(c *planCursor, text []byte, pos, hi int) []int {
 // exactly as FindSubmatchIndex would, or nil.
 func matchWindow(find func(text []byte, pos, hi int, m []int) []int, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	return func(st *scanState, d *detector, lo, hi int) {
-		text := st.text
 		var mb [8]int
-		pos := lo
-		for pos < hi {
-			m := find(text, pos, hi, mb[:0])
-			if m == nil {
-				return
-			}
-			s, e := m[2*g], m[2*g+1]
-			if s < 0 || (s > 0 && token(text[s-1])) || (e < len(text) && token(text[e])) {
-				// Every match starting inside the token run that begins
-				// here would fail the left boundary too: skip the run, so
-				// a long run of candidates costs linear, not quadratic, time.
-				pos = m[0] + 1
-				if g == 0 {
-					for pos < hi && token(text[pos]) {
-						pos++
-					}
-				}
-				continue
-			}
-			fn(st, d, s, e, m)
-			pos = max(m[1], m[0]+1)
-		}
+		matchLoop(st, d, lo, hi, g, token, fn, find, mb[:0])
 	}
 }
 
-// matchLoop is matchWindow's loop over text[lo:hi] for finders without a
-// buffer (m is nil).
-func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int, m []int) []int) {
+// matchLoop is matchWindow's loop over text[lo:hi], find given buf to
+// append its match to (nil for finders that need none).
+func matchLoop(st *scanState, d *detector, lo, hi, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int), find func(text []byte, pos, hi int, m []int) []int, buf []int) {
 	text := st.text
 	pos := lo
 	for pos < hi {
-		m := find(text, pos, hi, nil)
+		m := find(text, pos, hi, buf)
 		if m == nil {
 			return
 		}
@@ -508,7 +486,7 @@ func jwtWindow(st *scanState, d *detector, lo, hi int) {
 			conf = 0.7 // unsigned (alg none)
 		}
 		st.emit(d.idx, lo, hi, conf, t, maskPrefix(3))
-	}, findJWT)
+	}, findJWT, nil)
 }
 
 // pemPattern is what findPEM matches.
