@@ -351,7 +351,7 @@ func advText(r *rand.Rand, re *regexp.Regexp, tree *syntax.Regexp) []byte {
 // place of random and adversarial windows, the leftmost match the
 // expression's own search from that place returns.
 func TestRegexPlanDifferential(t *testing.T) {
-	planRounds := 60
+	planRounds := 60 / raceScale
 	if n, err := strconv.Atoi(os.Getenv("PLAN_ROUNDS")); err == nil {
 		planRounds = n
 	}
@@ -464,7 +464,7 @@ func TestFindJWTDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(7, 19))
-	for range 2000 {
+	for range 2000 / raceScale {
 		text := advText(r, re, tree)
 		lo := r.IntN(len(text) / 4)
 		hi := len(text) - r.IntN(len(text)/4)
@@ -496,7 +496,7 @@ func TestFindPEMDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(11, 19))
-	for range 1500 {
+	for range 1500 / raceScale {
 		text := advText(r, re, tree)
 		lo := r.IntN(len(text) / 4)
 		hi := len(text) - r.IntN(len(text)/4)
