@@ -458,20 +458,28 @@ func checkFinder(t *testing.T, re *regexp.Regexp, find func(text []byte, pos, hi
 // TestFindJWTDifferential checks findJWT against jwtPattern on random
 // texts of tokens, their parts and repeated starts.
 func TestFindJWTDifferential(t *testing.T) {
-	re := regexp.MustCompile(jwtPattern)
-	tree, err := syntax.Parse(jwtPattern, syntax.Perl)
+	checkFinderRandom(t, jwtPattern, findJWT, 7, 2000/raceScale, []string{"eyJhbGciOiJIUzI1NiJ9.eyJhbGciOiJIUzI1NiJ9.", "eyJeyJeyJeyJab.eyJab.", "eyJabcde.eyJa.eyJabcdef.eyJab.x", "eyJabcde.eyJ", "eyJab.eyJabcde.eyJxy.z"})
+}
+
+// checkFinderRandom checks find against pattern on rounds random texts
+// built from the pattern's parts (seed seeds them), from random bounds,
+// and on fixed texts whole.
+func checkFinderRandom(t *testing.T, pattern string, find func(text []byte, pos, hi int, m []int) []int, seed uint64, rounds int, fixed []string) {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(7, 19))
-	for range 2000 / raceScale {
+	r := rand.New(rand.NewPCG(seed, 19))
+	for range rounds {
 		text := advText(r, re, tree)
 		lo := r.IntN(len(text) / 4)
 		hi := len(text) - r.IntN(len(text)/4)
-		checkFinder(t, re, findJWT, text, lo, hi)
+		checkFinder(t, re, find, text, lo, hi)
 	}
-	for _, text := range []string{"eyJhbGciOiJIUzI1NiJ9.eyJhbGciOiJIUzI1NiJ9.", "eyJeyJeyJeyJab.eyJab.", "eyJabcde.eyJa.eyJabcdef.eyJab.x", "eyJabcde.eyJ", "eyJab.eyJabcde.eyJxy.z"} {
-		checkFinder(t, re, findJWT, []byte(text), 0, len(text))
+	for _, text := range fixed {
+		checkFinder(t, re, find, []byte(text), 0, len(text))
 	}
 }
 
@@ -490,19 +498,7 @@ func FuzzFindJWT(f *testing.F) {
 // TestFindPEMDifferential checks findPEM against pemPattern on random
 // texts of blocks, their parts, repeated headers and non-ASCII bodies.
 func TestFindPEMDifferential(t *testing.T) {
-	re := regexp.MustCompile(pemPattern)
-	tree, err := syntax.Parse(pemPattern, syntax.Perl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rand.New(rand.NewPCG(11, 19))
-	for range 1500 / raceScale {
-		text := advText(r, re, tree)
-		lo := r.IntN(len(text) / 4)
-		hi := len(text) - r.IntN(len(text)/4)
-		checkFinder(t, re, findPEM, text, lo, hi)
-	}
-	for _, text := range []string{
+	checkFinderRandom(t, pemPattern, findPEM, 11, 1500/raceScale, []string{
 		"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n",
 		"-----BEGIN PGP PRIVATE KEY BLOCK-----ééééééééééééééé\xff-----END PGP PRIVATE KEY BLOCK-----",
 		"-----BEGIN RSA PRIVATE KEY-----0123456789abcde-----END AB-----END ABC-----",
@@ -510,9 +506,7 @@ func TestFindPEMDifferential(t *testing.T) {
 		"-----BEGIN PRIVATE KEY-----0123456789abcdé-----END ABC-----",
 		"-----BEGIN PRIVATE KEY-----0123456789abcdef-----END ABC-----",
 		"-----BEGIN EC PRIVATE KEY----------END ABC----------END ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMNOP-----",
-	} {
-		checkFinder(t, re, findPEM, []byte(text), 0, len(text))
-	}
+	})
 }
 
 func FuzzFindPEM(f *testing.F) {
