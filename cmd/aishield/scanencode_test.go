@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -90,5 +91,55 @@ func FuzzFindingEncoding(f *testing.F) {
 			Line: line, EndLine: line + 1, Column: col, Confidence: conf, Preview: preview,
 			Encoding: encoding, Fingerprint: fingerprint, Commit: commit, Author: preview, Email: detector, Date: category}
 		checkFindingEncoding(t, path, sf)
+	})
+}
+
+// checkJSONFile compares the JSON report of one file without findings,
+// as jsonSink writes it, with encoding/json's (refWriteJSON).
+func checkJSONFile(t *testing.T, res fileResult) {
+	t.Helper()
+	var got bytes.Buffer
+	w := bufio.NewWriter(&got)
+	j := &jsonSink{w: w}
+	r := res
+	if err := j.beginFile(&r); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.endFile(&r); err != nil {
+		t.Fatal(err)
+	}
+	rep := &scanReport{Files: []fileResult{res}}
+	if err := j.finish(rep); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	var want bytes.Buffer
+	if err := refWriteJSON(&want, rep); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Fatalf("jsonSink wrote\n%s\nwant\n%s", got.Bytes(), want.Bytes())
+	}
+}
+
+func TestJSONFileEncoding(t *testing.T) {
+	t.Parallel()
+	for _, res := range []fileResult{
+		{Path: "a.txt", Kind: "text"},
+		{Path: "", Kind: ""},
+		{Path: `dir/<1>&"é"\.txt`, Kind: "docx", Note: "encrypted <x> & \"y\""},
+		{Path: "tab\there\x00\x1f\x7f", Kind: "pdf", Skipped: true, Note: "corrupt"},
+		{Path: "bad\xffname\xc3(\xed\xa0\x80", Kind: "zip", Skipped: true},
+		{Path: "x\u2028y\u2029z\u2027", Kind: "text", Note: "\xf0\x9f"},
+	} {
+		checkJSONFile(t, res)
+	}
+}
+
+func FuzzJSONFileEncoding(f *testing.F) {
+	f.Add("a.txt", "text", "", false)
+	f.Add("<&>\u2028\xff", "pdf", "\x00\"\\", true)
+	f.Fuzz(func(t *testing.T, path, kind, note string, skipped bool) {
+		checkJSONFile(t, fileResult{Path: path, Kind: kind, Note: note, Skipped: skipped})
 	})
 }

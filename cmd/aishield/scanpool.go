@@ -459,6 +459,13 @@ const maxKeptBuffer = 4 << 20
 // read reads f, a regular file of size bytes when it was opened, to its
 // end. A file that grew meanwhile is read all the same, up to
 // maxWholeFile+1 bytes (the caller streams a longer one).
+//
+// The end is a read that returns nothing, or one that returns fewer bytes
+// than asked and makes exactly size bytes: a file is read with one read,
+// not two. A read returning nothing after it would give the same bytes
+// unless the file grew in between, which is a file that grew once it was
+// read. A file system that returns short reads before the end, or a file
+// of /proc (whose size is 0), is still read to its end.
 func (rd *fileReader) read(f io.Reader, size int64) ([]byte, error) {
 	buf := rd.buf[:0]
 	if want := int(size) + 1; cap(buf) < want { // +1: room for the read that sees the end
@@ -468,13 +475,17 @@ func (rd *fileReader) read(f io.Reader, size int64) ([]byte, error) {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := f.Read(buf[len(buf):min(cap(buf), maxWholeFile+1)])
+		ask := buf[len(buf):min(cap(buf), maxWholeFile+1)]
+		n, err := f.Read(ask)
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			return nil, err
+		}
+		if n > 0 && n < len(ask) && int64(len(buf)) == size {
+			break
 		}
 	}
 	if cap(buf) <= maxKeptBuffer { // never a file streamed: maxKeptBuffer < maxWholeFile

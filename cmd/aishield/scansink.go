@@ -115,15 +115,22 @@ func (j *jsonSink) beginFile(res *fileResult) error {
 	}
 	j.files++
 	j.found = 0
-	j.value(res.Path, jsonFieldIndent)
-	j.field("kind", res.Kind)
+	// The fields are strings and a boolean, which appendJSONString writes
+	// as encoding/json does, without its reflection: a tree of small files
+	// begins thousands of them.
+	b := appendJSONString(j.buf[:0], res.Path)
+	b = append(b, ",\n"+jsonFieldIndent+`"kind": `...)
+	b = appendJSONString(b, res.Kind)
 	if res.Skipped {
-		j.field("skipped", true)
+		b = append(b, ",\n"+jsonFieldIndent+`"skipped": true`...)
 	}
 	if res.Note != "" {
-		j.field("note", res.Note)
+		b = append(b, ",\n"+jsonFieldIndent+`"note": `...)
+		b = appendJSONString(b, res.Note)
 	}
-	j.str(",\n" + jsonFieldIndent + `"findings": [`)
+	b = append(b, ",\n"+jsonFieldIndent+`"findings": [`...)
+	j.w.Write(b)
+	j.buf = b
 	return j.flushErr()
 }
 
