@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dlclark/regexp2"
+	"github.com/dlclark/regexp2/v2"
 )
 
 // CustomRule is an organisation's own detector: literal keywords (code
@@ -76,7 +76,10 @@ func compileCustom(r CustomRule, timeout time.Duration) (*customRule, error) {
 		c.context = append(c.context, w)
 	}
 	if r.Pattern != "" {
-		re, err := regexp2.Compile(r.Pattern, regexp2.None)
+		// The backtracking stack is left unbounded, as in regexp2 v1: the
+		// match timeout is what bounds a pathological pattern, and it is
+		// reported as a *TimeoutError.
+		re, err := regexp2.Compile(r.Pattern, regexp2.None, regexp2.OptionMaxBacktrackingStackSize(-1))
 		if err != nil {
 			return nil, &RuleError{Rule: r.ID, Err: fmt.Errorf("pattern: %w", err)}
 		}
@@ -183,8 +186,8 @@ func (st *scanState) customRegex(i int, c *customRule, lo, hi int) bool {
 				g = vg
 			}
 		}
-		if g.Length > 0 {
-			s, e := offs[g.Index], offs[g.Index+g.Length]
+		if g.RuneLength > 0 {
+			s, e := offs[g.RuneIndex], offs[g.RuneIndex+g.RuneLength]
 			if c.validate == nil || c.validate(string(st.text[s:e])) {
 				st.emitCustom(i, c, s, e)
 			}

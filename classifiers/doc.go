@@ -101,7 +101,7 @@
 //
 // A [CustomRule] is an organisation's own detector: keywords matched as
 // whole words (code names, customer names), a pattern in the syntax of
-// github.com/dlclark/regexp2 (.NET and Python style, with lookarounds and
+// github.com/dlclark/regexp2/v2 (.NET and Python style, with lookarounds and
 // backreferences), or both, with an optional validator, context words and
 // base confidence. New compiles every rule and returns a [*RuleError]
 // naming the rule that cannot be compiled. Keywords share the automaton of

@@ -751,7 +751,7 @@ func firstMatch(c *customRule, text []byte) (int, bool) {
 	if m == nil {
 		return 0, false
 	}
-	return offs[m.Index], true
+	return offs[m.RuneIndex], true
 }
 
 // tokenShaped reports whether every match of pattern (a regexp2 pattern)

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -96,13 +97,15 @@ func (ps fieldPositions) lookup(field string) Position {
 	return Position{Line: 1, Column: 1}
 }
 
-// syntaxLine finds the line a parser's syntax error names ("line 3").
-var syntaxLine = regexp.MustCompile(`\bline (\d{1,9})\b`)
+// syntaxLine finds the line a parser's syntax error names ("line 3"); it
+// is compiled on first use, not at every start of a program that links
+// this package.
+var syntaxLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\bline (\d{1,9})\b`) })
 
 // errorPosition is the position a whole-file problem's message names:
 // the line of a syntax error, column 1; line 1 when it names none.
 func errorPosition(msg string) Position {
-	if m := syntaxLine.FindStringSubmatch(msg); m != nil {
+	if m := syntaxLine().FindStringSubmatch(msg); m != nil {
 		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
 			return Position{Line: n, Column: 1}
 		}

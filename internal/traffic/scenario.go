@@ -159,8 +159,9 @@ func (sc *Scenario) Tenant(name string) (Tenant, bool) {
 }
 
 // fillerWords are common English words, each a single token in the usual
-// BPE vocabularies, none of them a detector's keyword.
-var fillerWords = strings.Fields(`the a of and to in is it for on with as at by from this that was are be
+// BPE vocabularies, none of them a detector's keyword; split on first use.
+var fillerWords = sync.OnceValue(func() []string {
+	return strings.Fields(`the a of and to in is it for on with as at by from this that was are be
 have has had not but or an they we you he she his her their our its one all some more most other new old good
 great small large long short first last next time day week year people way thing place work home house room
 light heat cold warm water air noise sound screen button app phone wall floor door window battery power wire
@@ -176,6 +177,7 @@ believe hold bring happen write provide sit stand lose pay meet include continue
 understand watch follow stop create speak read allow add spend grow open walk win offer remember love
 consider appear buy wait serve die send expect build stay fall cut reach kill remain suggest raise pass
 sell require report decide pull`)
+})
 
 // fillerText writes about n tokens of clean review-like prose: one token
 // per word and one per full stop.
@@ -187,7 +189,7 @@ func fillerText(g *gen, n int) string {
 	b.Grow(n * 5)
 	tokens, sentence := 0, 0
 	for tokens < n {
-		w := g.pick(fillerWords)
+		w := g.pick(fillerWords())
 		b.WriteString(w)
 		tokens++
 		sentence++

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +50,11 @@ func (r *RedisStore) destsKey() string             { return r.ns + ":q:dests" }
 // (ms), threshold, destination name, the state to set when it trips
 // (JSON without its count; its until in ms follows, 0 for none), the number of signs, the
 // signs, then for each sign 1 when it counts and 0 otherwise, then a
-// token unique to the call. Returns {tripped, state value or false}.
-var observeScript = redis.NewScript(`
+// token unique to the call. Returns {tripped, state value or false}. The
+// scripts are built (their SHA-1 taken) on first use, not at every start
+// of a program that links this package.
+var observeScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local threshold = tonumber(ARGV[3])
@@ -84,16 +88,19 @@ if counted > 0 and redis.call('ZCARD', KEYS[2]) >= threshold then
 end
 return {0, cur or false}
 `)
+})
 
 // clearScript: KEYS state, recent; ARGV since (RFC 3339 with nanoseconds,
 // "" for any). Deletes the state when it tripped at since.
-var clearScript = redis.NewScript(`
+var clearScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if not cur then return false end
 if ARGV[1] ~= '' and not string.find(cur, '"since":"' .. ARGV[1] .. '"', 1, true) then return false end
 redis.call('DEL', KEYS[1], KEYS[2])
 return cur
 `)
+})
 
 // Observe implements Store.
 func (r *RedisStore) Observe(ctx context.Context, obs Observation, rule Rule) (State, bool, error) {
@@ -131,7 +138,7 @@ func (r *RedisStore) Observe(ctx context.Context, obs Observation, rule Rule) (S
 	}
 	args = append(args, hex.EncodeToString(nonce[:]))
 	keys := []string{r.key("health", obs.Destination), r.key("recent", obs.Destination), r.key("state", obs.Destination), r.destsKey()}
-	res, err := observeScript.Run(ctx, r.c, keys, args...).Slice()
+	res, err := observeScript().Run(ctx, r.c, keys, args...).Slice()
 	if err != nil {
 		return State{}, false, fmt.Errorf("quarantine: recording signs of %s: %w", obs.Destination, err)
 	}
@@ -183,7 +190,7 @@ func (r *RedisStore) Clear(ctx context.Context, dest string, since time.Time) (S
 		b, _ := since.UTC().MarshalText()
 		s = string(b)
 	}
-	v, err := clearScript.Run(ctx, r.c, []string{r.key("state", dest), r.key("recent", dest)}, s).Text()
+	v, err := clearScript().Run(ctx, r.c, []string{r.key("state", dest), r.key("recent", dest)}, s).Text()
 	if errors.Is(err, redis.Nil) {
 		return State{}, false, nil
 	}
