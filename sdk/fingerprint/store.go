@@ -298,11 +298,19 @@ func (s *MemoryStore) rebuild(size int) {
 // is dropped from the exchange's list.
 func (s *MemoryStore) replay(size int) bool {
 	s.index = newHashIndex(size)
-	for i := range s.posts {
-		s.varBytes -= 4 * int64(cap(s.posts[i].holders))
-		s.posts[i] = memPosting{}
+	// Every posting list is free, its memory kept for the lists the
+	// replay makes (lowest first); what it does not reuse is let go.
+	s.freePosts = s.freePosts[:0]
+	for i := len(s.posts) - 1; i >= 0; i-- {
+		s.posts[i].count, s.posts[i].holders = 0, s.posts[i].holders[:0]
+		s.freePosts = append(s.freePosts, uint32(i))
 	}
-	s.posts, s.freePosts = s.posts[:0], s.freePosts[:0]
+	defer func() {
+		for _, i := range s.freePosts {
+			s.varBytes -= 4 * int64(cap(s.posts[i].holders))
+			s.posts[i] = memPosting{}
+		}
+	}()
 	s.entries = 0
 	for slot := s.head; slot != noSlot; slot = s.exs[slot].next {
 		ex := &s.exs[slot]
@@ -389,15 +397,20 @@ func (s *MemoryStore) newSlot(id string) uint32 {
 }
 
 func (s *MemoryStore) newPosting(a, b uint32) uint32 {
-	holders := make([]uint32, 2, 4)
-	s.varBytes += 4 * 4
-	holders[0], holders[1] = a, b
 	if n := len(s.freePosts); n > 0 {
 		i := s.freePosts[n-1]
 		s.freePosts = s.freePosts[:n-1]
-		s.posts[i] = memPosting{count: 2, holders: holders}
+		p := &s.posts[i]
+		if cap(p.holders) < 2 {
+			p.holders = make([]uint32, 0, 4)
+			s.varBytes += 4 * 4
+		}
+		p.count, p.holders = 2, append(p.holders[:0], a, b)
 		return i
 	}
+	holders := make([]uint32, 2, 4)
+	s.varBytes += 4 * 4
+	holders[0], holders[1] = a, b
 	s.posts = append(s.posts, memPosting{count: 2, holders: holders})
 	return uint32(len(s.posts) - 1)
 }
