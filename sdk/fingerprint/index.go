@@ -49,33 +49,42 @@ func (x *hashIndex) locate(h uint64) (int, uint32) {
 	return int(home), uint32(h*0xbf58476d1ce4e5b9>>32) &^ 0xff
 }
 
-// find returns the slot of h, or -1.
-func (x *hashIndex) find(h uint64) int {
+// probe walks h's run: it returns h's slot and found true, or, when h is
+// not in the table, the slot where h belongs (free, or holding an entry
+// nearer its home than h would be: Robin Hood order) with h's tag there,
+// or -1 when that would be more than maxDist from h's home.
+func (x *hashIndex) probe(h uint64) (i int, tag uint32, found bool) {
 	i, rem := x.locate(h)
-	want := rem | 1 // the tag of h at distance 0
+	tag = rem | 1 // the tag of h at distance 0
 	for {
 		t := x.slots[i].tag
-		if t == want {
-			return i
+		if t == tag {
+			return i, tag, true
 		}
-		// Absent once the slot is free (t&0xff == 0) or holds an entry
-		// nearer its home than h would be (Robin Hood order).
-		if t&0xff < want&0xff {
-			return -1
+		if t&0xff < tag&0xff {
+			return i, tag, false
 		}
-		if want&0xff == maxDist+1 {
-			return -1
+		if tag&0xff == maxDist+1 {
+			return -1, 0, false
 		}
-		want++
+		tag++
 		if i++; i == len(x.slots) {
 			i = 0
 		}
 	}
 }
 
+// find returns the slot of h, or -1.
+func (x *hashIndex) find(h uint64) int {
+	if i, _, found := x.probe(h); found {
+		return i
+	}
+	return -1
+}
+
 // get returns the value of h.
 func (x *hashIndex) get(h uint64) (uint32, bool) {
-	if i := x.find(h); i >= 0 {
+	if i, _, found := x.probe(h); found {
 		return x.slots[i].val, true
 	}
 	return 0, false
@@ -88,28 +97,27 @@ func (x *hashIndex) get(h uint64) (uint32, bool) {
 // the table then misses one entry (the last one displaced) and must be
 // rebuilt.
 func (x *hashIndex) ref(h uint64, v uint32) (val *uint32, found bool) {
-	if i := x.find(h); i >= 0 {
+	i, tag, found := x.probe(h)
+	if found {
 		return &x.slots[i].val, true
 	}
-	i, rem := x.locate(h)
-	cur := indexSlot{tag: rem | 1, val: v}
-	var placed *uint32
+	if i < 0 {
+		return nil, false
+	}
+	// h goes to slot i; the entries from there to the next free slot
+	// move on by one (each in turn takes the place of the first entry
+	// nearer its home than it is).
+	placed := &x.slots[i].val
+	cur := indexSlot{tag: tag, val: v}
 	for {
 		e := &x.slots[i]
 		if e.tag&0xff == 0 {
 			*e = cur
 			x.n++
-			if placed == nil {
-				placed = &e.val
-			}
 			return placed, false
 		}
 		if e.tag&0xff < cur.tag&0xff {
-			// Robin Hood: the entry nearer its home moves on.
 			cur, *e = *e, cur
-			if placed == nil {
-				placed = &e.val
-			}
 		}
 		if cur.tag&0xff == maxDist+1 {
 			return nil, false
@@ -121,19 +129,9 @@ func (x *hashIndex) ref(h uint64, v uint32) (val *uint32, found bool) {
 	}
 }
 
-// put sets the value of h, which must be in the table.
-func (x *hashIndex) put(h uint64, v uint32) {
-	if i := x.find(h); i >= 0 {
-		x.slots[i].val = v
-	}
-}
-
-// del removes h, shifting back the entries that follow it.
-func (x *hashIndex) del(h uint64) {
-	i := x.find(h)
-	if i < 0 {
-		return
-	}
+// delAt removes the entry in slot i, shifting back the entries that follow
+// it.
+func (x *hashIndex) delAt(i int) {
 	for {
 		j := i + 1
 		if j == len(x.slots) {

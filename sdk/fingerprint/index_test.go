@@ -71,11 +71,13 @@ func TestHashIndex(t *testing.T) {
 				case 2:
 					if _, ok := want[h]; ok {
 						v := r.Uint32()
-						x.put(h, v)
+						x.slots[x.find(h)].val = v
 						want[h] = v
 					}
 				default:
-					x.del(h)
+					if i := x.find(h); i >= 0 {
+						x.delAt(i)
+					}
 					delete(want, h)
 				}
 				if op%997 == 0 || op == 199999 {

@@ -574,13 +574,14 @@ func (s *MemoryStore) forget(slot uint32) {
 	delete(s.byID, ex.id)
 	delete(s.bySeq, ex.ref)
 	for _, h := range ex.hashes {
-		v, ok := s.index.get(h)
-		if !ok {
+		at := s.index.find(h)
+		if at < 0 {
 			continue
 		}
+		v := s.index.slots[at].val
 		if v&multiTag == 0 {
 			if v == slot {
-				s.index.del(h)
+				s.index.delAt(at)
 			}
 			continue
 		}
@@ -592,9 +593,9 @@ func (s *MemoryStore) forget(slot uint32) {
 		}
 		switch {
 		case p.count <= 0:
-			s.index.del(h)
+			s.index.delAt(at)
 		case p.count == 1 && len(p.holders) == 1:
-			s.index.put(h, p.holders[0]) // back to a single holder
+			s.index.slots[at].val = p.holders[0] // back to a single holder
 		default:
 			continue
 		}
