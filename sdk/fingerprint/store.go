@@ -346,7 +346,7 @@ func (s *MemoryStore) reserve(slot uint32, n int) {
 
 // limit is what the store lets Bytes reach under MaxBytes: 63/64 of it,
 // the rest left to the allocator's rounding of what Bytes counts (the heap
-// in use measured after a collection is some 0.5% above Bytes).
+// in use measured after a collection is some 0.1% above Bytes).
 func (s *MemoryStore) limit() int64 { return s.opts.MaxBytes - s.opts.MaxBytes/64 }
 
 // Bytes returns the memory the store holds, in bytes: its index (8 bytes a
@@ -354,7 +354,7 @@ func (s *MemoryStore) limit() int64 { return s.opts.MaxBytes - s.opts.MaxBytes/6
 // remembered exchange's fingerprint list (8 bytes a fingerprint) and ID
 // with its map entries. Memory the Go runtime keeps around them (span
 // rounding, garbage not collected yet) is not counted: measured as the heap
-// in use after a collection, it adds about 0.5% (TestMemoryStoreMaxBytes).
+// in use after a collection, it adds about 0.1% (TestMemoryStoreMaxBytes).
 func (s *MemoryStore) Bytes() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
