@@ -69,7 +69,7 @@ type MemoryOptions struct {
 	// order as for MaxExchanges (those closest to expiry first) until it
 	// fits or one exchange is left; [MemoryStore.Forgotten] counts them.
 	// The index never shrinks, so the bound also stops it from growing:
-	// its table doubles only while the doubled table fits (exchanges are
+	// its table grows (by a quarter) only while the grown table fits (exchanges are
 	// forgotten first to make room, the one being recorded excepted). 0
 	// means no bound but the others.
 	MaxBytes int64
@@ -215,36 +215,17 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 	if ex.hashes == nil {
 		ex.hashes = slices.Grow([]uint64(nil), len(hashes)) // its capacity is the size class allocated
 	}
+	if s.index.full(len(hashes)) {
+		s.rebuild(s.index.grownSize(len(hashes)))
+	}
 	for _, h := range hashes {
-		vp, ok := s.index.ref(h, slot)
-		v := *vp
-		switch {
-		case !ok:
-			// Inserted with slot as its single holder.
-		case v&multiTag == 0:
-			if v == slot {
-				continue // already held (fingerprints repeat within a text)
-			}
-			*vp = multiTag | s.newPosting(v, slot)
-		default:
-			p := &s.posts[v&^multiTag]
-			if n := len(p.holders); n > 0 && p.holders[n-1] == slot || slices.Contains(p.holders, slot) {
-				// Already held. When p has more holders than it keeps,
-				// an exchange recorded earlier may be missing from the
-				// list; it is then counted twice, which only makes the
-				// fingerprint look more common (never foreign).
-				continue
-			}
-			p.count++
-			if len(p.holders) < s.opts.MaxHolders {
-				c := cap(p.holders)
-				p.holders = append(p.holders, slot)
-				s.varBytes += 4 * int64(cap(p.holders)-c)
-			} else {
-				// Keep the most recent holders.
-				copy(p.holders, p.holders[1:])
-				p.holders[len(p.holders)-1] = slot
-			}
+		added, ok := s.hold(slot, h)
+		for !ok {
+			s.rebuild(s.index.grownSize(len(hashes)))
+			added, ok = s.hold(slot, h)
+		}
+		if !added {
+			continue
 		}
 		ex = &s.exs[slot]
 		ex.hashes = append(ex.hashes, h)
@@ -258,14 +239,106 @@ func (s *MemoryStore) Record(ctx context.Context, exchange string, hashes []uint
 	return nil
 }
 
+// hold makes slot a holder of h in the index. It reports whether that
+// added an entry (false when slot already holds h), and ok false when the
+// index could not take h and must be rebuilt (see [hashIndex.ref]).
+func (s *MemoryStore) hold(slot uint32, h uint64) (added, ok bool) {
+	vp, found := s.index.ref(h, slot)
+	switch {
+	case vp == nil:
+		return false, false
+	case !found:
+		return true, true // inserted with slot as its single holder
+	}
+	v := *vp
+	if v&multiTag == 0 {
+		if v == slot {
+			return false, true // already held (fingerprints repeat within a text)
+		}
+		*vp = multiTag | s.newPosting(v, slot)
+		return true, true
+	}
+	p := &s.posts[v&^multiTag]
+	if n := len(p.holders); n > 0 && p.holders[n-1] == slot || slices.Contains(p.holders, slot) {
+		// Already held. When p has more holders than it keeps, an
+		// exchange recorded earlier may be missing from the list; it is
+		// then counted twice, which only makes the fingerprint look more
+		// common (never foreign).
+		return false, true
+	}
+	p.count++
+	if len(p.holders) < s.opts.MaxHolders {
+		c := cap(p.holders)
+		p.holders = append(p.holders, slot)
+		s.varBytes += 4 * int64(cap(p.holders)-c)
+	} else {
+		// Keep the most recent holders.
+		copy(p.holders, p.holders[1:])
+		p.holders[len(p.holders)-1] = slot
+	}
+	return true, true
+}
+
+// rebuild puts the index in a table of size slots (or more, if an entry
+// cannot be put near its home in it): the index keeps only part of each
+// hash, so it is rebuilt from the fingerprint lists of the exchanges, in
+// order of expiry, posting lists included. Its cost is that of recording
+// every remembered fingerprint once; the table grows by a quarter or more
+// each time, so that is a constant amortised cost per fingerprint
+// recorded.
+func (s *MemoryStore) rebuild(size int) {
+	for !s.replay(size) {
+		size += size/4 + 16
+	}
+}
+
+// replay is one attempt of rebuild: false when the table of size slots
+// could not take an entry. A fingerprint an exchange holds twice in the
+// rebuilt index (two hashes that the larger table no longer tells apart)
+// is dropped from the exchange's list.
+func (s *MemoryStore) replay(size int) bool {
+	s.index = newHashIndex(size)
+	// Every posting list is free, its memory kept for the lists the
+	// replay makes (lowest first); what it does not reuse is let go.
+	s.freePosts = s.freePosts[:0]
+	for i := len(s.posts) - 1; i >= 0; i-- {
+		s.posts[i].count, s.posts[i].holders = 0, s.posts[i].holders[:0]
+		s.freePosts = append(s.freePosts, uint32(i))
+	}
+	defer func() {
+		for _, i := range s.freePosts {
+			s.varBytes -= 4 * int64(cap(s.posts[i].holders))
+			s.posts[i] = memPosting{}
+		}
+	}()
+	s.entries = 0
+	for slot := s.head; slot != noSlot; slot = s.exs[slot].next {
+		ex := &s.exs[slot]
+		kept := ex.hashes[:0]
+		for _, h := range ex.hashes {
+			added, ok := s.hold(slot, h)
+			if !ok {
+				return false
+			}
+			if added {
+				kept = append(kept, h)
+			}
+		}
+		ex = &s.exs[slot]
+		ex.hashes = kept
+		s.entries += len(kept)
+	}
+	return true
+}
+
 // reserve makes room for n more entries of slot under MaxBytes: while the
-// index would have to double for them and the doubled table would not fit,
-// it forgets the exchanges closest to expiry (never slot).
+// index would have to grow for them and the grown table would not fit, it
+// forgets the exchanges closest to expiry (never slot).
 func (s *MemoryStore) reserve(slot uint32, n int) {
 	if s.opts.MaxBytes <= 0 {
 		return
 	}
-	for s.index.wouldGrow(n) && s.bytes()+s.index.bytes() > s.limit() && s.head != slot && s.live > 1 {
+	for s.index.full(n) && s.bytes()+8*int64(s.index.grownSize(n)-len(s.index.slots)) > s.limit() && s.head != slot && s.live > 1 {
 		s.forget(s.head)
 		s.forgotten++
 	}
@@ -273,15 +346,15 @@ func (s *MemoryStore) reserve(slot uint32, n int) {
 
 // limit is what the store lets Bytes reach under MaxBytes: 63/64 of it,
 // the rest left to the allocator's rounding of what Bytes counts (the heap
-// in use measured after a collection is some 0.5% above Bytes).
+// in use measured after a collection is some 0.1% above Bytes).
 func (s *MemoryStore) limit() int64 { return s.opts.MaxBytes - s.opts.MaxBytes/64 }
 
-// Bytes returns the memory the store holds, in bytes: its index (12 bytes a
+// Bytes returns the memory the store holds, in bytes: its index (8 bytes a
 // table slot, free or not), its exchange table, posting lists, each
 // remembered exchange's fingerprint list (8 bytes a fingerprint) and ID
 // with its map entries. Memory the Go runtime keeps around them (span
 // rounding, garbage not collected yet) is not counted: measured as the heap
-// in use after a collection, it adds about 0.5% (TestMemoryStoreMaxBytes).
+// in use after a collection, it adds about 0.1% (TestMemoryStoreMaxBytes).
 func (s *MemoryStore) Bytes() int64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -324,15 +397,20 @@ func (s *MemoryStore) newSlot(id string) uint32 {
 }
 
 func (s *MemoryStore) newPosting(a, b uint32) uint32 {
-	holders := make([]uint32, 2, 4)
-	s.varBytes += 4 * 4
-	holders[0], holders[1] = a, b
 	if n := len(s.freePosts); n > 0 {
 		i := s.freePosts[n-1]
 		s.freePosts = s.freePosts[:n-1]
-		s.posts[i] = memPosting{count: 2, holders: holders}
+		p := &s.posts[i]
+		if cap(p.holders) < 2 {
+			p.holders = make([]uint32, 0, 4)
+			s.varBytes += 4 * 4
+		}
+		p.count, p.holders = 2, append(p.holders[:0], a, b)
 		return i
 	}
+	holders := make([]uint32, 2, 4)
+	s.varBytes += 4 * 4
+	holders[0], holders[1] = a, b
 	s.posts = append(s.posts, memPosting{count: 2, holders: holders})
 	return uint32(len(s.posts) - 1)
 }
@@ -496,13 +574,14 @@ func (s *MemoryStore) forget(slot uint32) {
 	delete(s.byID, ex.id)
 	delete(s.bySeq, ex.ref)
 	for _, h := range ex.hashes {
-		v, ok := s.index.get(h)
-		if !ok {
+		at := s.index.find(h)
+		if at < 0 {
 			continue
 		}
+		v := s.index.slots[at].val
 		if v&multiTag == 0 {
 			if v == slot {
-				s.index.del(h)
+				s.index.delAt(at)
 			}
 			continue
 		}
@@ -514,9 +593,9 @@ func (s *MemoryStore) forget(slot uint32) {
 		}
 		switch {
 		case p.count <= 0:
-			s.index.del(h)
+			s.index.delAt(at)
 		case p.count == 1 && len(p.holders) == 1:
-			s.index.put(h, p.holders[0]) // back to a single holder
+			s.index.slots[at].val = p.holders[0] // back to a single holder
 		default:
 			continue
 		}
