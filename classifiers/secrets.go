@@ -28,7 +28,9 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // literals (requiredLiterals) is missing after that place. Where every
 // alternative that fits has matches of at most n bytes, the expression is
 // anchored there and reads n bytes; otherwise it searches from there to
-// the window's end.
+// the window's end. A pattern without such shapes whose alternatives each
+// begin with a literal (startLiterals) is searched from the first place
+// one of those literals is, and not at all where none is.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	plan := sync.OnceValue(func() *regexPlan { return newRegexPlan(re()) })
 	return func(st *scanState, d *detector, lo, hi int) {
