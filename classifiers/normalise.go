@@ -249,6 +249,12 @@ func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
 	if b.segs == nil {
 		b.segs = b.segBuf[:0]
 	}
+	if len(b.segs) == cap(b.segs) {
+		// Four times as many: a text that changes at every character
+		// (fullwidth forms) copies its places a third as often as
+		// append's doubling would.
+		b.segs = append(make([]vseg, 0, max(4*len(b.segs), 64)), b.segs...)
+	}
 	b.segs = append(b.segs, vseg{vLo: vLo, vHi: len(b.out), oLo: lo, oHi: hi, enc: enc})
 	b.done = hi
 	if enc >= encPercent {
