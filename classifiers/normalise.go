@@ -227,6 +227,7 @@ type viewBuilder struct {
 	done    int // src[:done] is in out
 	limit   int // out may not grow past it
 	decoded bool
+	plain   bool // every character through norm's properties (nonASCII's reference, for tests)
 	scratch []byte
 	nfkc    [1 << nfkcCacheBits]nfkcEntry // see normalised
 }
@@ -247,6 +248,12 @@ func (b *viewBuilder) replace(lo, hi int, repl []byte, enc uint8) bool {
 	b.out = append(b.out, repl...)
 	if b.segs == nil {
 		b.segs = b.segBuf[:0]
+	}
+	if len(b.segs) == cap(b.segs) {
+		// Four times as many: a text that changes at every character
+		// (fullwidth forms) copies its places a third as often as
+		// append's doubling would.
+		b.segs = append(make([]vseg, 0, max(4*len(b.segs), 64)), b.segs...)
 	}
 	b.segs = append(b.segs, vseg{vLo: vLo, vHi: len(b.out), oLo: lo, oHi: hi, enc: enc})
 	b.done = hi
@@ -607,6 +614,17 @@ func (b *viewBuilder) nonASCII(i int) int {
 		prev = i - 1
 	}
 	for p := i; p < hi; {
+		if c := fullwidthASCII(src[p:hi]); c != 0 && !b.plain {
+			// A fullwidth form of an ASCII sign, letter or digit that
+			// nothing after it combines with: its ASCII byte (what the
+			// path below gives, without norm's lookups).
+			b.scratch = append(b.scratch[:0], c)
+			if !b.replace(p, p+3, b.scratch, encNormalised) {
+				return len(src)
+			}
+			prev, p = -1, p+3
+			continue
+		}
 		r, size := utf8.DecodeRune(src[p:hi])
 		if stableRune(r) {
 			prev, p = p, p+size
@@ -633,6 +651,39 @@ func (b *viewBuilder) nonASCII(i int) int {
 		prev, p = -1, q
 	}
 	return hi
+}
+
+// fullwidthASCII returns the ASCII byte whose fullwidth form (U+FF01..
+// U+FF5E, EF BC 81..EF BD 9E) s starts with, when s ends there or goes on
+// with another such form, or 0. Such a form is its own segment under NFKC:
+// it starts with a boundary (its ASCII letter composes with nothing before
+// it) and so does the form after it; what else may follow (a combining
+// mark) is left to norm.
+func fullwidthASCII(s []byte) byte {
+	c := fullwidthAt(s)
+	if c == 0 || len(s) > 3 && fullwidthAt(s[3:]) == 0 {
+		return 0
+	}
+	return c
+}
+
+// fullwidthAt returns the ASCII byte of the fullwidth form s starts with,
+// or 0.
+func fullwidthAt(s []byte) byte {
+	if len(s) < 3 || s[0] != 0xEF {
+		return 0
+	}
+	switch c := s[2]; s[1] {
+	case 0xBC: // U+FF00..U+FF3F
+		if c >= 0x81 && c <= 0xBF {
+			return c - 0x81 + 0x21
+		}
+	case 0xBD: // U+FF40..U+FF5E
+		if c >= 0x80 && c <= 0x9E {
+			return c - 0x80 + 0x60
+		}
+	}
+	return 0
 }
 
 // normalised returns seg in NFKC without invisible characters, in

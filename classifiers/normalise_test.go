@@ -1,8 +1,10 @@
 package classifiers
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -89,4 +91,69 @@ func TestIgnorableAt(t *testing.T) {
 	if got := ignorableAt([]byte("réunion ｊ 服务")); got != -1 {
 		t.Errorf("ignorableAt %d in text without one", got)
 	}
+}
+
+// walkView is the normalised view walk builds of src, through nonASCII's
+// fast paths or, with plain, through norm's properties at every character.
+func walkView(src []byte, plain bool) *view {
+	b := viewBuilder{src: src, limit: growBudget*len(src) + growSlack, plain: plain}
+	b.walk(true, false, 0, len(src))
+	return b.view(nil)
+}
+
+// checkNormaliseFast checks that the fast paths give the view (text and
+// changed places) the plain walk gives, and that normaliseChunk's text is
+// its text.
+func checkNormaliseFast(t *testing.T, src []byte) {
+	t.Helper()
+	fast, plain := walkView(src, false), walkView(src, true)
+	if (fast == nil) != (plain == nil) {
+		t.Fatalf("%q: fast view %v, plain view %v", src, fast != nil, plain != nil)
+	}
+	if fast != nil && (!bytes.Equal(fast.text, plain.text) || !slices.Equal(fast.segs, plain.segs)) {
+		t.Fatalf("%q: fast view %q %+v, plain view %q %+v", src, fast.text, fast.segs, plain.text, plain.segs)
+	}
+	if nv, _ := normaliseChunk(src, nil, nil, nil); (nv == nil) != (plain == nil) || nv != nil && !bytes.Equal(nv.text, plain.text) {
+		t.Fatalf("%q: normaliseChunk differs from the plain walk", src)
+	}
+}
+
+func TestNormaliseFastDifferential(t *testing.T) {
+	// Characters around the fullwidth forms' edges and what may follow
+	// them: marks that compose with an ASCII letter or sign (U+0301,
+	// U+0338 with '=' gives U+2260), invisible characters, other
+	// compatibility forms, bytes that are not UTF-8.
+	alphabet := []string{
+		"a", "=", " ", "\uff01", "\uff1d", "\uff3f", "\uff40", "\uff41", "\uff5e", "\uff5f", "\uff00",
+		"\uff10", "\uff20", "\u0301", "\u0338", "\u3099", "\u200b", "\u00ad", "é", "ﬁ", "ｱ", "ﾞ", "①",
+		"\xef\xbc", "\xef", "\xff",
+	}
+	for _, s := range []string{
+		"", "\uff41", "\uff41\u0301", "\uff1d\u0338", "\uff41\uff42\u0301\uff43", "\u0301\uff41",
+		"\uff41\u200b\uff42", "\uff5e\uff5f", "x\uff41\xef\xbc",
+	} {
+		checkNormaliseFast(t, []byte(s))
+	}
+	rng := rand.New(rand.NewPCG(20, 15))
+	for range 20000 {
+		var b []byte
+		for range rng.IntN(24) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))]...)
+		}
+		checkNormaliseFast(t, b)
+	}
+	// Every fullwidth form and its neighbours, alone, before a mark and
+	// between two forms.
+	for r := rune(0xFF00); r <= 0xFF60; r++ {
+		for _, s := range []string{string(r), string(r) + "\u0301", string(r) + "\u0338", "\uff41" + string(r) + "\uff41", string(r) + "a"} {
+			checkNormaliseFast(t, []byte(s))
+		}
+	}
+}
+
+func FuzzNormaliseFast(f *testing.F) {
+	f.Add("\uff4a\uff20\uff41\u0301\uff1d\u0338 \u200b")
+	f.Fuzz(func(t *testing.T, s string) {
+		checkNormaliseFast(t, []byte(s))
+	})
 }

@@ -710,6 +710,112 @@ func (p *prefixRun) fromRun(text []byte, pos, hi int) (int, int) {
 	return -1, -1
 }
 
+// startLit is a literal a match begins with: ASCII bytes, matched
+// exactly or, fold, in either case (lit is then in lower case).
+type startLit struct {
+	lit  []byte
+	fold bool
+}
+
+// index returns where lit is first in s, or -1.
+func (l startLit) index(s []byte) int {
+	if !l.fold {
+		return bytes.Index(s, l.lit)
+	}
+	lo := l.lit[0]
+	up := lo
+	if lo >= 'a' && lo <= 'z' {
+		up = lo - 'a' + 'A'
+	}
+	// The next place of each spelling of the first byte, looked for
+	// again only once passed.
+	nl, nu := -2, -2
+	for i := 0; i+len(l.lit) <= len(s); {
+		if nl != -1 && nl < i {
+			if nl = bytes.IndexByte(s[i:], lo); nl >= 0 {
+				nl += i
+			}
+		}
+		if nu != -1 && nu < i {
+			if nu = bytes.IndexByte(s[i:], up); nu >= 0 {
+				nu += i
+			}
+		}
+		k := nl
+		if k < 0 || nu >= 0 && nu < k {
+			k = nu
+		}
+		if k < 0 || k+len(l.lit) > len(s) {
+			return -1
+		}
+		if asciiFoldEqual(s[k+1:k+len(l.lit)], l.lit[1:]) {
+			return k
+		}
+		i = k + 1
+	}
+	return -1
+}
+
+// asciiFoldEqual reports whether a equals lower (lower-case ASCII) with
+// ASCII letters in either case.
+func asciiFoldEqual(a, lower []byte) bool {
+	for i, c := range lower {
+		b := a[i]
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != c {
+			return false
+		}
+	}
+	return true
+}
+
+// startLiterals returns, for each alternative of pat's top (splitTop),
+// the literal of two bytes or more it begins with, or nil when one begins
+// with none or pat holds an assertion (a match then depends on the bytes
+// before it). A case-folded literal is cut before its first 'k' or 's'
+// (they also match U+212A and U+017F) and any byte past ASCII.
+func startLiterals(pat string) []startLit {
+	re := parseTop(pat)
+	if re == nil || hasAssertion(re) {
+		return nil
+	}
+	alts := splitTop(re, nil)
+	if alts == nil {
+		return nil
+	}
+	var out []startLit
+	for _, alt := range alts {
+		elems := flatten(alt)
+		if len(elems) == 0 || elems[0].Op != syntax.OpLiteral {
+			return nil
+		}
+		fold := elems[0].Flags&syntax.FoldCase != 0
+		var lit []byte
+	read:
+		for _, e := range elems { // the literals it begins with, as one
+			if e.Op != syntax.OpLiteral || (e.Flags&syntax.FoldCase != 0) != fold {
+				break
+			}
+			for _, r := range e.Rune {
+				if fold && r >= 'A' && r <= 'Z' {
+					r += 'a' - 'A'
+				}
+				if r >= utf8.RuneSelf || fold && (r == 'k' || r == 's') {
+					break read
+				}
+				lit = append(lit, byte(r))
+			}
+		}
+		if len(lit) < 2 {
+			return nil
+		}
+		out = append(out, startLit{lit: lit, fold: fold})
+	}
+	return out
+}
+
 // requiredLiterals returns the literals of three bytes or more that every
 // match of pat holds (the literals of its top-level sequence after the
 // first element, case-sensitive ASCII), such as a PEM block's

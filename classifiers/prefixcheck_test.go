@@ -520,3 +520,119 @@ func FuzzFindPEM(f *testing.F) {
 		checkFinder(t, re, findPEM, text, lo, len(text))
 	})
 }
+
+// TestRegexStartsDifferential checks the search of the patterns without
+// shapes, from the first place a start literal is, against the
+// expression's from every pos (the cursor carried as a window carries it).
+func TestRegexStartsDifferential(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 15))
+	started := 0
+	for _, re := range windowPatterns() {
+		p := newRegexPlan(re)
+		if p.shapes != nil {
+			continue
+		}
+		if p.starts != nil {
+			started++
+		}
+		tree, err := syntax.Parse(re.String(), syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 20 / raceScale {
+			text := advText(r, re, tree)
+			lo := r.IntN(len(text) / 4)
+			hi := len(text) - r.IntN(len(text)/4)
+			checkStarts(t, p, text, lo, hi)
+		}
+	}
+	if started == 0 {
+		t.Fatal("no pattern without shapes has start literals")
+	}
+	// Case-folded starts: either case, and the Kelvin sign and long s
+	// that a folded 'k' and 's' match.
+	p := newRegexPlan(regexp.MustCompile(`SK[0-9a-fA-F]{32}|(?i:auth_?token)["']?\s*(?:=|:)\s*["']?([0-9a-f]{32})`))
+	if len(p.starts) == 0 {
+		t.Fatal("the Twilio pattern has no start literals")
+	}
+	hex := "0123456789abcdef0123456789abcdef"
+	for _, s := range []string{
+		"", "auth", "AUTH_TOKEN=" + hex, "aUtHtO\u212aEN: " + hex, "xx Auth_Token = '" + hex, "sk" + hex + " SK" + hex,
+		strings.Repeat("twilio", 20) + "auth_token=" + hex, strings.Repeat("aaaA", 30) + "AuThToKeN:" + hex,
+	} {
+		checkStarts(t, p, []byte(s), 0, len(s))
+	}
+	// A folded 'k' matches the Kelvin sign and a folded 's' the long s:
+	// the start literal stops before them.
+	p = newRegexPlan(regexp.MustCompile(`(?i:tokens)=[0-9]{4}|(?i:brisk)=[0-9]{4}`))
+	if len(p.starts) != 2 {
+		t.Fatalf("starts %v, want two", p.starts)
+	}
+	for _, s := range []string{"to\u212aens=1234", "TO\u212aEN\u017f=1234 token\u017f=5678", "bri\u017fk=1234", "bris\u212a=1234 BRISK=0000 tokens=1"} {
+		checkStarts(t, p, []byte(s), 0, len(s))
+	}
+}
+
+// checkStarts compares findSlow from every pos in [lo, hi) with the
+// expression's search.
+func checkStarts(t *testing.T, p *regexPlan, text []byte, lo, hi int) {
+	t.Helper()
+	var c startCursor
+	c.reset(len(p.starts))
+	for pos := lo; pos < hi; pos++ {
+		want := submatchFrom(p.re, text, pos, hi)
+		got := p.findSlow(&c, text, pos, hi)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s on %q [%d:%d] from %d: got %v, want %v", p.re, text, lo, hi, pos, got, want)
+		}
+	}
+}
+
+// TestStartLitIndex checks startLit.index against a plain search.
+func TestStartLitIndex(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 16))
+	plain := func(s []byte, l startLit) int {
+		for i := 0; i+len(l.lit) <= len(s); i++ {
+			if l.fold && bytes.EqualFold(s[i:i+len(l.lit)], l.lit) && asciiOnly(s[i:i+len(l.lit)]) || !l.fold && bytes.Equal(s[i:i+len(l.lit)], l.lit) {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, l := range []startLit{{[]byte("auth"), true}, {[]byte("a_"), true}, {[]byte("_a"), true}, {[]byte("SK"), false}, {[]byte("aa"), true}} {
+		for range 5000 {
+			b := make([]byte, r.IntN(40))
+			for i := range b {
+				b[i] = "aAuUtThH_SK\xc3"[r.IntN(12)]
+			}
+			if got, want := l.index(b), plain(b, l); got != want {
+				t.Fatalf("%q in %q: %d, want %d", l.lit, b, got, want)
+			}
+		}
+	}
+}
+
+func asciiOnly(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzRegexStarts(f *testing.F) {
+	f.Add([]byte("twiliotwilioAuTh_ToKeN = \"0123456789abcdef0123456789abcdef\" SK0123456789abcdef0123456789abcdef"), 0, 0)
+	var plans []*regexPlan
+	for _, re := range windowPatterns() {
+		if p := newRegexPlan(re); p.shapes == nil {
+			plans = append(plans, p)
+		}
+	}
+	f.Fuzz(func(t *testing.T, text []byte, lo, which int) {
+		if lo < 0 || lo > len(text) || which < 0 {
+			return
+		}
+		checkStarts(t, plans[which%len(plans)], text, lo, len(text))
+	})
+}

@@ -28,14 +28,18 @@ func lazyRE(pat string) func() *regexp.Regexp {
 // literals (requiredLiterals) is missing after that place. Where every
 // alternative that fits has matches of at most n bytes, the expression is
 // anchored there and reads n bytes; otherwise it searches from there to
-// the window's end.
+// the window's end. A pattern without such shapes whose alternatives each
+// begin with a literal (startLiterals) is searched from the first place
+// one of those literals is, and not at all where none is.
 func regexWindow(re func() *regexp.Regexp, g int, token func(byte) bool, fn func(st *scanState, d *detector, lo, hi int, m []int)) func(*scanState, *detector, int, int) {
 	plan := sync.OnceValue(func() *regexPlan { return newRegexPlan(re()) })
 	return func(st *scanState, d *detector, lo, hi int) {
 		p := plan()
 		if p.shapes == nil {
+			var c startCursor
+			c.reset(len(p.starts))
 			matchLoop(st, d, lo, hi, g, token, fn, func(text []byte, pos, hi int, _ []int) []int {
-				return p.findSlow(text, pos, hi)
+				return p.findSlow(&c, text, pos, hi)
 			}, nil)
 			return
 		}
@@ -53,6 +57,10 @@ type regexPlan struct {
 	anchored *regexp.Regexp // ^(?:re)
 	shapes   []*prefixRun   // nil: searched from pos with re
 	lits     [][]byte       // required literals
+	// starts are, when shapes is nil, the literals every match begins
+	// with (one per alternative; nil when some alternative begins with
+	// none): a match starts where one of them is.
+	starts []startLit
 }
 
 func newRegexPlan(re *regexp.Regexp) *regexPlan {
@@ -60,8 +68,22 @@ func newRegexPlan(re *regexp.Regexp) *regexPlan {
 	if shapes := newPrefixRuns(re.String()); shapes != nil && len(shapes) <= maxShapes {
 		p.shapes = shapes
 		p.anchored = regexp.MustCompile(`^(?:` + re.String() + `)`)
+	} else {
+		p.starts = startLiterals(re.String())
 	}
 	return p
+}
+
+// startCursor is, per start literal of a plan, where it is next in the
+// window (-2: not looked for; -1: nowhere before the window's end).
+type startCursor struct {
+	next [maxShapes]int
+}
+
+func (c *startCursor) reset(n int) {
+	for i := range n {
+		c.next[i] = -2
+	}
 }
 
 // planCursor is the state of one window's search: per shape, the next
@@ -84,12 +106,40 @@ func (c *planCursor) reset(shapes, lits int) {
 }
 
 // findSlow is the leftmost match of re in text[pos:hi] (none where a
-// required literal is missing).
-func (p *regexPlan) findSlow(text []byte, pos, hi int) []int {
+// required literal is missing), searched from the first place where a
+// start literal is (none where there is none). c keeps those places
+// across the calls of one window (same hi, pos not decreasing).
+func (p *regexPlan) findSlow(c *startCursor, text []byte, pos, hi int) []int {
 	for _, l := range p.lits {
 		if !bytes.Contains(text[pos:hi], l) {
 			return nil
 		}
+	}
+	if p.starts != nil {
+		s := -1
+		for i, l := range p.starts {
+			n := c.next[i]
+			if n == -1 {
+				continue
+			}
+			if n < pos {
+				n = l.index(text[pos:hi])
+				if n >= 0 {
+					n += pos
+				}
+				c.next[i] = n
+				if n < 0 {
+					continue
+				}
+			}
+			if s < 0 || n < s {
+				s = n
+			}
+		}
+		if s < 0 {
+			return nil
+		}
+		pos = s
 	}
 	return submatchFrom(p.re, text, pos, hi)
 }
