@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"iter"
 	"math/bits"
 	"slices"
 )
@@ -63,8 +64,14 @@ type scanState struct {
 	ctxCur   []int // per detector: the last lower bound found in ctxHits
 	custHits [][]span
 	custCtx  [][]int
-	hits     []detHit
-	num      numCand // anchors' numeric candidate, its slices reused
+	// touched has bit i set when windows[i] or ctxHits[i] (ctxCur[i] is
+	// only moved when ctxHits[i] is not empty) received something in this
+	// chunk, custTouched bit i when custHits[i] or custCtx[i] did: the
+	// loops over the detectors and putState visit those only, so a small
+	// chunk (a streamed piece) does not pay for every detector.
+	touched, custTouched []uint64
+	hits                 []detHit
+	num                  numCand // anchors' numeric candidate, its slices reused
 	// genericLo, genericTo: the last value genericHit read; keyword hits
 	// inside it are not keys.
 	genericLo, genericTo int
@@ -306,6 +313,7 @@ func (s *Scanner) detect(st *scanState, part *partialScan) {
 		if ref.det >= 0 {
 			if ref.context {
 				st.ctxHits[ref.det] = append(st.ctxHits[ref.det], start)
+				st.touched[ref.det>>6] |= 1 << (ref.det & 63)
 				return
 			}
 			d := s.dets[ref.det]
@@ -317,6 +325,7 @@ func (s *Scanner) detect(st *scanState, part *partialScan) {
 				return
 			}
 			w := span{max(0, start-d.before), min(len(text), end+d.after)}
+			st.touched[ref.det>>6] |= 1 << (ref.det & 63)
 			ws := st.windows[ref.det]
 			if n := len(ws); n > 0 && w.lo <= ws[n-1].hi {
 				ws[n-1].hi = max(ws[n-1].hi, w.hi)
@@ -325,6 +334,7 @@ func (s *Scanner) detect(st *scanState, part *partialScan) {
 			}
 			return
 		}
+		st.custTouched[ref.custom>>6] |= 1 << (ref.custom & 63)
 		if ref.context {
 			st.custCtx[ref.custom] = append(st.custCtx[ref.custom], start)
 		} else {
@@ -333,20 +343,22 @@ func (s *Scanner) detect(st *scanState, part *partialScan) {
 	})
 	// Hits are appended in order of their end; a longer word can start
 	// before a shorter one found earlier. nearHit searches them by start.
-	for _, hs := range st.ctxHits {
-		if !slices.IsSorted(hs) {
+	for i := range setBits(st.touched) {
+		if hs := st.ctxHits[i]; !slices.IsSorted(hs) {
 			slices.Sort(hs)
 		}
 	}
-	for _, hs := range st.custCtx {
-		if !slices.IsSorted(hs) {
+	for i := range setBits(st.custTouched) {
+		if hs := st.custCtx[i]; !slices.IsSorted(hs) {
 			slices.Sort(hs)
 		}
 	}
 	// Pass 2 (same chunk, anchors): numeric candidates, '@', IPv6.
 	st.anchors()
-	// Keyword-triggered detectors over their merged windows.
-	for i, d := range s.dets {
+	// Keyword-triggered detectors over their merged windows, in the
+	// order of s.dets (only those with a window can have one).
+	for i := range setBits(st.touched) {
+		d := s.dets[i]
 		if d.window == nil {
 			continue
 		}
@@ -435,6 +447,7 @@ func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi 
 	if st == nil {
 		st = &scanState{s: s, windows: make([][]span, len(s.dets)), ctxHits: make([][]int, len(s.dets)), ctxCur: make([]int, len(s.dets)),
 			custHits: make([][]span, len(s.custom)), custCtx: make([][]int, len(s.custom)),
+			touched: make([]uint64, (len(s.dets)+63)/64), custTouched: make([]uint64, (len(s.custom)+63)/64),
 			mac: newKeyedHash(s.key), hgen: 1}
 	}
 	st.ctx, st.text, st.acceptLo, st.acceptHi = ctx, text, acceptLo, acceptHi
@@ -445,15 +458,17 @@ func (s *Scanner) getState(ctx context.Context, text []byte, acceptLo, acceptHi 
 // it to the pool.
 func (s *Scanner) putState(st *scanState) {
 	st.ctx, st.text, st.err = nil, nil, nil
-	for i := range st.windows {
+	for i := range setBits(st.touched) {
 		st.windows[i] = st.windows[i][:0]
 		st.ctxHits[i] = st.ctxHits[i][:0]
 		st.ctxCur[i] = 0
 	}
-	for i := range st.custHits {
+	for i := range setBits(st.custTouched) {
 		st.custHits[i] = st.custHits[i][:0]
 		st.custCtx[i] = st.custCtx[i][:0]
 	}
+	clear(st.touched)
+	clear(st.custTouched)
 	st.hits = st.hits[:0]
 	st.genericLo, st.genericTo = 0, 0
 	st.out, st.arena, st.norms = st.out[:0], st.arena[:0], st.norms[:0]
@@ -465,6 +480,19 @@ func (s *Scanner) putState(st *scanState) {
 	}
 	st.phones.reset()
 	s.states.Put(st)
+}
+
+// setBits yields the indices of the bits set in set, in increasing order.
+func setBits(set []uint64) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for k, w := range set {
+			for ; w != 0; w &= w - 1 {
+				if !yield(k<<6 | bits.TrailingZeros64(w)) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // anchors walks the chunk once for anchor bytes, and for the capitals

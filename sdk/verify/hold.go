@@ -80,15 +80,24 @@ func (m *templateMatcher) tail(text []byte) int {
 // decided, and before where a fragment of another exchange may still begin
 // (all of it when final).
 func (s *session) vouch(final bool) {
-	release := s.decided
-	if final {
-		release = len(s.buf)
-	} else if s.v.on(policies.SignalCrossExchange) {
-		// Never longer than the fixed window did (a fragment needs far
-		// less to be judged; a run of white space normalises to a byte).
-		release = min(release, max(s.crossHold(), len(s.buf)-s.v.holdBack))
+	release := len(s.buf)
+	if !final {
+		release = min(s.decided, s.crossLimit())
 	}
 	s.verified = max(s.verified, release)
+}
+
+// crossLimit returns the point before which the text may be released as
+// far as fragments of other exchanges go: where one may still begin
+// (crossHold), but never more than Verifier.HoldBack bytes back, as the
+// fixed window did (a fragment needs far less to be judged; a run of white
+// space normalises to a byte); the end of the text when cross-exchange
+// fingerprints are off.
+func (s *session) crossLimit() int {
+	if !s.v.on(policies.SignalCrossExchange) {
+		return len(s.buf)
+	}
+	return max(s.crossHold(), len(s.buf)-s.v.holdBack)
 }
 
 // crossHold returns where the text that a fragment of another exchange may

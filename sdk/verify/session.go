@@ -43,6 +43,9 @@ type session struct {
 	firstID, firstModel string
 	idChanged           bool
 	closed              bool
+	// eager: scan whenever scanStep bytes are undecided, even when the
+	// scan could release nothing (TestScanSkipReleases' reference).
+	eager bool
 	// promptChecked: the provider's prompt count was checked when a piece
 	// reported it (Delta.PromptTokens); promptFlagged: it was too low, and
 	// Close does not report it again.
@@ -567,11 +570,13 @@ func (s *session) check(ctx context.Context, final bool) ([]inbound.Signal, erro
 			return sigs, err
 		}
 	}
-	if end <= s.decided || !final && end-s.decided < scanStep {
-		// Nothing new, or too little to be worth a scan: what is decided
-		// is decided by the next scan just the same, which sees this text
+	if end <= s.decided || !final && (end-s.decided < scanStep || !s.eager && s.decided >= s.crossLimit()) {
+		// Nothing new, too little to be worth a scan, or nothing a scan
+		// could release (the text after the decided point is held for
+		// fragments of other exchanges anyway): what is decided is
+		// decided by the next scan just the same, which sees this text
 		// and more (whatever follows, the findings before the settled
-		// point are final).
+		// point are final), and no text is released before it is.
 		s.vouch(final)
 		return sigs, nil
 	}
