@@ -66,6 +66,17 @@ func newPrefixRun(pat string) *prefixRun {
 	return ps[0]
 }
 
+// topAlternatives parses pat and returns its top-level alternatives, or nil
+// when it does not parse, holds an assertion (^, $, \b: a match then
+// depends on the bytes around it) or has no alternatives to split.
+func topAlternatives(pat string) []*syntax.Regexp {
+	re := parseTop(pat)
+	if re == nil || hasAssertion(re) {
+		return nil
+	}
+	return splitTop(re, nil)
+}
+
 // newPrefixRuns returns the shapes every match of pat begins with: for
 // each alternative of its top (and of a first alternation or optional
 // part of its sequence, and each spelling of a small alternation of
@@ -75,11 +86,7 @@ func newPrefixRun(pat string) *prefixRun {
 // assertion (^, $, \b: a match then depends on the bytes around it) or
 // when the shapes would be more than maxShapes.
 func newPrefixRuns(pat string) []*prefixRun {
-	re := parseTop(pat)
-	if re == nil || hasAssertion(re) {
-		return nil
-	}
-	alts := splitTop(re, nil)
+	alts := topAlternatives(pat)
 	if alts == nil {
 		return nil
 	}
@@ -777,11 +784,7 @@ func asciiFoldEqual(a, lower []byte) bool {
 // before it). A case-folded literal is cut before its first 'k' or 's'
 // (they also match U+212A and U+017F) and any byte past ASCII.
 func startLiterals(pat string) []startLit {
-	re := parseTop(pat)
-	if re == nil || hasAssertion(re) {
-		return nil
-	}
-	alts := splitTop(re, nil)
+	alts := topAlternatives(pat)
 	if alts == nil {
 		return nil
 	}
